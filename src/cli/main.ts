@@ -1,0 +1,65 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, loadServerConfig } from '../runtime/config.js';
+import { createLogger } from '../runtime/logger.js';
+import { startScheduler, startServer } from '../runtime/server.js';
+import { VERSION } from '../version.js';
+
+/** Stops on SIGTERM/SIGINT: finish in-flight requests, close the store, exit 0. */
+function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void; error: (o: object, m: string) => void }) {
+  let closing = false;
+  const handler = (signal: string) => {
+    if (closing) process.exit(1);
+    closing = true;
+    log.info(`${signal} received, shutting down`);
+    close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}
+
+function fail(err: unknown): never {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`weft: ${message}\n`);
+  process.exit(err instanceof ConfigError || err instanceof InvalidArgumentError ? 2 : 1);
+}
+
+const program = new Command()
+  .name('weft')
+  .description('Workflow job orchestration: DAGs of shell commands pulled by workers over HTTP')
+  .version(VERSION);
+
+program
+  .command('server')
+  .description('run the HTTP API and the lease reaper (API_ONLY=1: the API alone)')
+  .action(async () => {
+    try {
+      const config = loadServerConfig();
+      const log = createLogger(config.logLevel, 'weft-server');
+      const server = await startServer(config, log);
+      onShutdown(() => server.close(), log);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+program
+  .command('scheduler')
+  .description('run the lease reaper alone, against the same DATABASE_URL as an API_ONLY server')
+  .action(async () => {
+    try {
+      const config = loadServerConfig();
+      const log = createLogger(config.logLevel, 'weft-scheduler');
+      const scheduler = await startScheduler(config, log);
+      onShutdown(() => scheduler.close(), log);
+    } catch (err) {
+      fail(err);
+    }
+  });
+
+program.parseAsync(process.argv).catch(fail);

@@ -1,0 +1,122 @@
+/**
+ * Typed readers for definition fields. Each reports a problem into `Issues` and returns a fallback
+ * instead of throwing, so one bad field does not hide the others.
+ */
+import type { Issues } from './issues.js';
+import { unknownKeyMessage } from './suggest.js';
+
+export type Plain = Record<string, unknown>;
+
+/** Where a value sits, for issue reporting. */
+export interface At {
+  issues: Issues;
+  job: string | null;
+  field: string;
+}
+
+export function isPlainObject(value: unknown): value is Plain {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return `string '${value.length > 40 ? value.slice(0, 40) + '…' : value}'`;
+  return `${typeof value} ${String(value)}`;
+}
+
+export function child(at: At, key: string | number): At {
+  const field = typeof key === 'number' ? `${at.field}[${key}]` : `${at.field}.${key}`;
+  return { ...at, field };
+}
+
+export function checkKeys(
+  obj: Plain,
+  allowed: readonly string[],
+  report: (key: string, message: string) => void,
+  aliases: Readonly<Record<string, string>> = {},
+): void {
+  for (const key of Object.keys(obj)) {
+    if (!allowed.includes(key)) report(key, unknownKeyMessage(key, allowed, aliases));
+  }
+}
+
+export function readString(value: unknown, at: At, opts: { nonEmpty?: boolean } = {}): string | undefined {
+  if (typeof value !== 'string') {
+    at.issues.add(at.job, at.field, `must be a string, got ${describe(value)}`);
+    return undefined;
+  }
+  if (opts.nonEmpty && value.trim() === '') {
+    at.issues.add(at.job, at.field, 'must not be empty');
+    return undefined;
+  }
+  return value;
+}
+
+export function readInt(value: unknown, at: At, min: number): number | undefined {
+  if (typeof value !== 'number') {
+    at.issues.add(at.job, at.field, `must be an integer >= ${min}, got ${describe(value)}`);
+    return undefined;
+  }
+  if (!Number.isSafeInteger(value)) {
+    at.issues.add(at.job, at.field, `must be an integer >= ${min}, got ${value} (not an integer)`);
+    return undefined;
+  }
+  if (value < min) {
+    const what = value < 0 ? 'negative' : 'too small';
+    at.issues.add(at.job, at.field, `must be an integer >= ${min}, got ${value} (${what})`);
+    return undefined;
+  }
+  return value;
+}
+
+/** A string or a list of strings; a single string is the one-element list (as GitHub Actions allows). */
+export function readStringList(value: unknown, at: At): string[] {
+  const items = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(items)) {
+    at.issues.add(at.job, at.field, `must be a string or a list of strings, got ${describe(value)}`);
+    return [];
+  }
+  const out: string[] = [];
+  items.forEach((item, i) => {
+    const itemAt = typeof value === 'string' ? at : child(at, i);
+    const s = readString(item, itemAt, { nonEmpty: true });
+    if (s !== undefined) out.push(s);
+  });
+  return out;
+}
+
+export function uniqueInOrder(items: readonly string[]): string[] {
+  return [...new Set(items)];
+}
+
+export function sortedUnique(items: readonly string[]): string[] {
+  return [...new Set(items)].sort();
+}
+
+// POSIX portable names: anything else (e.g. `=`, spaces) could not be exported by `sh`.
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Scalars only: a nested value has no single string form a shell could receive. */
+export function readEnv(value: unknown, at: At): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isPlainObject(value)) {
+    at.issues.add(at.job, at.field, `must be a mapping of NAME: value, got ${describe(value)}`);
+    return {};
+  }
+  const entries: Array<[string, string]> = [];
+  for (const [name, raw] of Object.entries(value)) {
+    const where = child(at, name);
+    if (!ENV_NAME.test(name)) {
+      at.issues.add(at.job, where.field, `invalid environment variable name '${name}' (use letters, digits and _, not starting with a digit)`);
+      continue;
+    }
+    if (typeof raw === 'string') entries.push([name, raw]);
+    else if (typeof raw === 'number' && Number.isFinite(raw)) entries.push([name, String(raw)]);
+    else if (typeof raw === 'boolean') entries.push([name, String(raw)]);
+    else at.issues.add(at.job, where.field, `must be a string, number or boolean, got ${describe(raw)}`);
+  }
+  // fromEntries defines own properties, so a key like `__proto__` cannot reach the prototype.
+  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

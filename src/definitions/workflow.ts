@@ -1,0 +1,173 @@
+/**
+ * The workflow document in either of its two forms, validated into a `WorkflowDefinition`:
+ * the contract form (`jobs` is a map keyed by job id, GitHub-Actions-like) and the array form
+ * (`jobs` is a list of `{id, command, …}`) that existing API clients send.
+ */
+import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
+import { type GraphJob, checkGraph } from './graph.js';
+import { Issues } from './issues.js';
+import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, type JobKeys, readJob } from './job.js';
+import { type Plain, checkKeys, describe, isPlainObject, readEnv, readString } from './values.js';
+
+export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'jobs'] as const;
+const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'jobs'] as const;
+
+export interface IdSource {
+  /** Imposed id (the file name); a differing `id` in the document is an error. */
+  id?: string;
+  generateId?: () => string;
+}
+
+export function badIdMessage(id: string): string {
+  return `invalid id '${id}': use 1 to 128 characters among A-Z a-z 0-9 _ . -`;
+}
+
+/** Throws `DefinitionError` listing every problem found. */
+export function validateWorkflow(value: unknown, source: string, ids: IdSource): WorkflowDefinition {
+  const issues = new Issues(source);
+  if (!isPlainObject(value)) {
+    issues.add(null, null, `a workflow definition must be a mapping with a 'jobs' key, got ${describe(value)}`);
+    issues.throwIfAny();
+  }
+  const doc = value as Plain;
+  const arrayForm = Array.isArray(doc.jobs);
+  checkKeys(doc, arrayForm ? ARRAY_KEYS : CONTRACT_KEYS, (key, message) => issues.add(null, key, message),
+    arrayForm ? { on: 'trigger' } : { trigger: 'on', environment: 'env', workflow_id: 'id' });
+
+  const id = resolveId(doc.id, ids, issues);
+  const name = doc.name === undefined ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
+  const trigger = arrayForm ? readTriggerString(doc.trigger, issues) : readOn(doc.on, issues);
+  const env = readEnv(doc.env, { issues, job: null, field: 'env' });
+  const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
+  checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
+
+  issues.throwIfAny();
+  return { id, name, trigger, env, jobs };
+}
+
+function resolveId(bodyId: unknown, ids: IdSource, issues: Issues): string {
+  if (bodyId !== undefined && typeof bodyId !== 'string') {
+    issues.add(null, 'id', `must be a string, got ${describe(bodyId)}`);
+    bodyId = undefined;
+  }
+  if (ids.id !== undefined) {
+    if (bodyId !== undefined && bodyId !== ids.id) {
+      issues.add(null, 'id', `id '${String(bodyId)}' does not match '${ids.id}' (a file's workflow id is its file name); remove 'id' or rename the file`);
+    }
+    if (!ID_PATTERN.test(ids.id)) issues.add(null, 'id', badIdMessage(ids.id));
+    return ids.id;
+  }
+  if (typeof bodyId === 'string') {
+    if (!ID_PATTERN.test(bodyId)) issues.add(null, 'id', badIdMessage(bodyId));
+    return bodyId;
+  }
+  if (ids.generateId !== undefined) {
+    const generated = ids.generateId();
+    if (!ID_PATTERN.test(generated)) issues.add(null, 'id', badIdMessage(generated));
+    return generated;
+  }
+  issues.add(null, 'id', 'a workflow id is required');
+  return '';
+}
+
+function readTriggerString(value: unknown, issues: Issues): string | null {
+  if (value === undefined || value === null) return null;
+  const s = readString(value, { issues, job: null, field: 'trigger' });
+  return s === undefined || s.trim() === '' ? null : s;
+}
+
+/** `on:` is display text only, so any YAML shape is kept, flattened to one line. */
+function readOn(value: unknown, issues: Issues): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return value.trim() === '' ? null : value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
+    const text = renderCompact(value, true);
+    return text === '' ? null : text;
+  }
+  issues.add(null, 'on', `must be a string, a list or a mapping, got ${describe(value)}`);
+  return null;
+}
+
+function renderCompact(value: unknown, top: boolean): string {
+  if (Array.isArray(value)) {
+    const inner = value.map((v) => renderCompact(v, false)).join(', ');
+    return top ? inner : `[${inner}]`;
+  }
+  if (isPlainObject(value)) {
+    const inner = Object.entries(value)
+      .map(([k, v]) => (v === null || (isPlainObject(v) && Object.keys(v).length === 0) ? k : `${k}: ${renderCompact(v, false)}`))
+      .join(', ');
+    return top ? inner : `{${inner}}`;
+  }
+  return String(value);
+}
+
+/**
+ * `graph` also holds jobs too broken to read, so that a `needs` pointing at them is not reported
+ * as unknown on top of their own issue.
+ */
+interface ReadJobs {
+  jobs: JobSpec[];
+  graph: GraphJob[];
+}
+
+function readJobMap(value: unknown, issues: Issues): ReadJobs {
+  if (value === undefined) {
+    issues.add(null, 'jobs', "is required: a mapping of job id to job");
+    return { jobs: [], graph: [] };
+  }
+  if (!isPlainObject(value)) {
+    issues.add(null, 'jobs', `must be a mapping of job id to job, got ${describe(value)}`);
+    return { jobs: [], graph: [] };
+  }
+  const entries = Object.entries(value);
+  if (entries.length === 0) issues.add(null, 'jobs', 'must define at least one job');
+  const jobs: JobSpec[] = [];
+  const graph: GraphJob[] = [];
+  for (const [id, raw] of entries) {
+    if (!ID_PATTERN.test(id)) issues.add(id, null, `bad job id: ${badIdMessage(id)}`);
+    if (!isPlainObject(raw)) {
+      issues.add(id, null, `a job must be a mapping with 'run' or 'steps', got ${describe(raw)}`);
+      graph.push({ id, needs: [] });
+      continue;
+    }
+    const job = readJob(raw, id, id, CONTRACT_JOB_KEYS, issues);
+    jobs.push(job);
+    graph.push(job);
+  }
+  return { jobs, graph };
+}
+
+function readJobList(list: unknown[], issues: Issues): ReadJobs {
+  if (list.length === 0) issues.add(null, 'jobs', 'must define at least one job');
+  const keys: JobKeys = ARRAY_JOB_KEYS;
+  const firstIndex = new Map<string, number>();
+  const jobs: JobSpec[] = [];
+  const graph: GraphJob[] = [];
+  list.forEach((raw, i) => {
+    const fallback = `jobs[${i}]`;
+    if (!isPlainObject(raw)) {
+      issues.add(fallback, null, `a job must be a mapping with 'id' and 'command', got ${describe(raw)}`);
+      return;
+    }
+    let id: string | null = null;
+    if (raw.id === undefined) {
+      issues.add(fallback, 'id', 'is required');
+    } else if (typeof raw.id !== 'string') {
+      issues.add(fallback, 'id', `must be a string, got ${describe(raw.id)}`);
+    } else {
+      id = raw.id;
+      if (!ID_PATTERN.test(id)) issues.add(id === '' ? fallback : id, 'id', `bad job id: ${badIdMessage(id)}`);
+      const earlier = firstIndex.get(id);
+      if (earlier !== undefined) issues.add(id, 'id', `duplicate job id '${id}' (also jobs[${earlier}])`);
+      else firstIndex.set(id, i);
+    }
+    const job = readJob(raw, id ?? fallback, id === null || id === '' ? fallback : id, keys, issues);
+    jobs.push(job);
+    // Duplicates stay out so the cycle search sees each id once.
+    if (id !== null && firstIndex.get(id) === i) graph.push(job);
+  });
+  return { jobs, graph };
+}

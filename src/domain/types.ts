@@ -1,0 +1,74 @@
+/**
+ * Pure domain types shared by every layer. No I/O lives here.
+ */
+
+/** Every state a job of a run can be in (CONTRACT.md "Runs and job states"). */
+export const JOB_STATES = ['pending', 'queued', 'running', 'success', 'failed', 'skipped', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+/** States after which a job never changes again within its run. */
+export const TERMINAL_JOB_STATES: ReadonlySet<JobState> = new Set(['success', 'failed', 'skipped', 'cancelled']);
+
+export function isTerminal(state: JobState): boolean {
+  return TERMINAL_JOB_STATES.has(state);
+}
+
+/** Derived state of a run and, through its latest run, of a workflow. `idle` means never run. */
+export const RUN_STATES = ['running', 'success', 'failed', 'cancelled'] as const;
+export type RunState = (typeof RUN_STATES)[number];
+export type WorkflowState = RunState | 'idle';
+
+/** Backoff between retries, in the internal (lower-case) form. */
+export type Backoff =
+  | { kind: 'none' }
+  | { kind: 'fixed'; delay_secs: number }
+  | { kind: 'exponential'; base_secs: number; max_secs: number };
+
+/** serde external tagging, as Rust workers deserialize `retry_policy.backoff`. */
+export type WireBackoff =
+  | 'None'
+  | { Fixed: { delay_secs: number } }
+  | { Exponential: { base_secs: number; max_secs: number } };
+
+export interface WireRetryPolicy {
+  max_retries: number;
+  backoff: WireBackoff;
+}
+
+/** One job of a workflow definition, normalised. */
+export interface JobSpec {
+  /** Job id, unique within its workflow: [A-Za-z0-9_.-]{1,128}. */
+  id: string;
+  /** Display name; defaults to the id. */
+  name: string;
+  /** The shell command (run with `sh -c`). `steps:` are already joined into it. */
+  command: string;
+  /** Direct upstream job ids, in definition order, without duplicates. */
+  needs: string[];
+  /** Labels a worker must carry to claim this job (its `required_labels`), sorted, unique. */
+  labels: string[];
+  max_retries: number;
+  backoff: Backoff;
+  /** Job environment (already merged over nothing; the workflow env is kept separately). */
+  env: Record<string, string>;
+  /** A running attempt older than this is failed (retryable). null means no timeout. */
+  timeout_secs: number | null;
+}
+
+/** A validated workflow definition. */
+export interface WorkflowDefinition {
+  id: string;
+  name: string;
+  /** Free text from `on:` (or `trigger` in the array form); null when absent. */
+  trigger: string | null;
+  /** Workflow-wide environment for every job. */
+  env: Record<string, string>;
+  /** Jobs in definition order. */
+  jobs: JobSpec[];
+}
+
+/** Map from upstream job id to that job's outputs. */
+export type UpstreamOutputs = Record<string, Record<string, string>>;
+export type Outputs = Record<string, string>;
+
+export type LogStream = 'stdout' | 'stderr';

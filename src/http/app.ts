@@ -1,0 +1,64 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import cors from '@fastify/cors';
+import { fastifySSE } from '@fastify/sse';
+import type { Logger } from 'pino';
+import type { Engine } from '../engine/engine.js';
+import { registerErrorHandling } from './errors.js';
+import { validatorCompiler } from './validation.js';
+import { workflowRoutes } from './routes/workflows.js';
+import { workerRoutes } from './routes/workers.js';
+import { jobRoutes } from './routes/jobs.js';
+import { logRoutes } from './routes/logs.js';
+import { invalid } from '../domain/errors.js';
+
+export interface AppOptions {
+  engine: Engine;
+  logger: Logger;
+  /** CORS_ORIGINS: allowed origins; undefined or empty allows every origin. */
+  corsOrigins?: string[];
+  bodyLimitBytes?: number;
+  /** How often live log streams look for changes made by other processes. */
+  logPollMs?: number;
+}
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: opts.logger as FastifyBaseLogger,
+    bodyLimit: opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    // Workers poll claim every few seconds; a log line per request would drown everything else.
+    logController: new LogController({ disableRequestLogging: true }),
+    // Lease ids and job ids travel in paths; keep routing exact.
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  registerErrorHandling(app);
+
+  // Several worker libraries send `Content-Type: application/json` with an empty body on heartbeat,
+  // run and cancel; treat that as "no body" instead of a parse error.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(invalid('invalid_json', `request body is not valid JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  const origins = opts.corsOrigins?.filter((o) => o.length > 0) ?? [];
+  await app.register(cors, {
+    origin: origins.length === 0 ? '*' : origins,
+    methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+  });
+  await app.register(fastifySSE, { heartbeatInterval: 15_000 });
+
+  app.get('/healthz', async () => ({ ok: true }));
+  workflowRoutes(app, opts.engine);
+  workerRoutes(app, opts.engine);
+  jobRoutes(app, opts.engine);
+  logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
+  return app;
+}

@@ -1,0 +1,59 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { ErrorObject } from 'ajv';
+import { WeftError } from '../domain/errors.js';
+import { DefinitionError } from '../definitions/index.js';
+import { describeValidationErrors } from './validation.js';
+
+/** CONTRACT.md "Errors": every non-2xx is JSON {error, message} plus optional detail fields. */
+export interface ErrorBody {
+  error: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({
+      error: 'not_found',
+      message: `no route for ${req.method} ${req.url.split('?')[0]}; see the API reference in the README`,
+    } satisfies ErrorBody);
+  });
+
+  app.setErrorHandler((err: FastifyError | WeftError | DefinitionError | Error, req, reply) => {
+    if (err instanceof WeftError) {
+      return reply.code(err.status).send({ error: err.code, message: err.message, ...err.details });
+    }
+    if (err instanceof DefinitionError) {
+      return reply.code(400).send({ error: 'invalid_workflow', message: err.message, issues: err.issues });
+    }
+    const fe = err as FastifyError;
+    if (fe.validation) {
+      const part = fe.validationContext ?? 'body';
+      return reply.code(400).send({
+        error: 'invalid_request',
+        message: describeValidationErrors(part, fe.validation as ErrorObject[]),
+      });
+    }
+    const status = fe.statusCode ?? 500;
+    if (status === 413) {
+      return reply.code(413).send({ error: 'payload_too_large', message: `request body is larger than the ${app.initialConfig.bodyLimit} byte limit` });
+    }
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ error: codeFor(fe), message: fe.message });
+    }
+    req.log.error({ err }, 'request failed');
+    return reply.code(500).send({ error: 'internal', message: 'internal server error; the server log has the details' });
+  });
+}
+
+function codeFor(err: FastifyError): string {
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported_media_type';
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'invalid_json';
+    default:
+      return 'bad_request';
+  }
+}

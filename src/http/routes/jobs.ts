@@ -1,0 +1,118 @@
+import type { FastifyInstance } from 'fastify';
+import type { Engine, IncomingLogChunk } from '../../engine/engine.js';
+import type { Outputs } from '../../domain/types.js';
+import { idParam, labelsSchema, leaseTtlSchema, stringMap, workerIdSchema } from '../schemas.js';
+
+const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
+
+/** The worker protocol (SPEC.md 4.2). */
+export function jobRoutes(app: FastifyInstance, engine: Engine): void {
+  app.post<{ Body: { worker_id: string; labels?: string[]; lease_ttl_secs?: number } }>(
+    '/api/jobs/claim',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['worker_id'],
+          properties: { worker_id: workerIdSchema, labels: labelsSchema, lease_ttl_secs: leaseTtlSchema },
+        },
+      },
+    },
+    async (req, reply) => {
+      const result = await engine.claim({
+        worker_id: req.body.worker_id,
+        labels: req.body.labels ?? [],
+        lease_ttl_secs: req.body.lease_ttl_secs,
+      });
+      // SPEC.md: the JSON value null when nothing fits.
+      return reply.type('application/json').send(result === null ? 'null' : JSON.stringify(result));
+    },
+  );
+
+  app.post<{ Params: { lease_id: string } }>(
+    '/api/jobs/:lease_id/heartbeat',
+    { schema: { params: leaseParams } },
+    async (req) => engine.heartbeat(req.params.lease_id),
+  );
+
+  app.post<{ Params: { lease_id: string }; Body: { outputs?: Outputs } | undefined }>(
+    '/api/jobs/:lease_id/complete',
+    {
+      schema: {
+        params: leaseParams,
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { outputs: stringMap } },
+      },
+    },
+    async (req) => {
+      const result = await engine.complete(req.params.lease_id, req.body?.outputs ?? {});
+      return { ok: true, ...result };
+    },
+  );
+
+  app.post<{ Params: { lease_id: string }; Body: { error: string; retryable?: boolean } }>(
+    '/api/jobs/:lease_id/fail',
+    {
+      schema: {
+        params: leaseParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['error'],
+          properties: { error: { type: 'string' }, retryable: { type: 'boolean' } },
+        },
+      },
+    },
+    async (req) => {
+      // CONTRACT.md: an omitted `retryable` means a permanent failure.
+      const result = await engine.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false);
+      return { ok: true, ...result };
+    },
+  );
+
+  app.post<{ Params: { lease_id: string }; Body: { chunks: IncomingLogChunk[] } }>(
+    '/api/jobs/:lease_id/logs',
+    {
+      schema: {
+        params: leaseParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['chunks'],
+          properties: {
+            chunks: {
+              type: 'array',
+              maxItems: 10_000,
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['sequence', 'data'],
+                properties: {
+                  workflow_id: { type: 'string' },
+                  job_id: { type: 'string' },
+                  sequence: { type: 'integer', minimum: 0 },
+                  data: { type: 'string' },
+                  timestamp_ms: { type: 'integer', minimum: 0 },
+                  stream: { type: 'string', enum: ['stdout', 'stderr'] },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const result = await engine.pushLogs(req.params.lease_id, req.body.chunks);
+      return { ok: true, ...result };
+    },
+  );
+
+  app.get<{ Params: { wf_id: string; job_id: string } }>(
+    '/api/jobs/:wf_id/:job_id/cancelled',
+    { schema: { params: { type: 'object', properties: { wf_id: idParam, job_id: idParam } } } },
+    async (req, reply) => {
+      const cancelled = await engine.isCancelled(req.params.wf_id, req.params.job_id);
+      return reply.type('application/json').send(cancelled ? 'true' : 'false');
+    },
+  );
+}

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { definitionHash, parseWorkflowObject } from '../../definitions/index.js';
+import type { JobState } from '../../domain/types.js';
+import type { Engine } from '../../engine/engine.js';
+import { idParam, STATUS_ALIASES, statusFilterValues } from '../schemas.js';
+
+const MAX_PAGE = 1000;
+
+const generateId = () => `wf-${randomBytes(6).toString('hex')}`;
+
+export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
+  app.get<{ Querystring: { limit: number; offset: number; status?: string } }>(
+    '/api/workflows',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'integer', minimum: 0, default: 100 },
+            offset: { type: 'integer', minimum: 0, default: 0 },
+            status: { type: 'string', enum: statusFilterValues },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const { limit, offset, status } = req.query;
+      const state = status === undefined ? undefined : ((STATUS_ALIASES[status] ?? status) as JobState);
+      return engine.listWorkflows({ limit: Math.min(limit, MAX_PAGE), offset, status: state });
+    },
+  );
+
+  app.post('/api/workflows', { schema: { body: { type: 'object' } } }, async (req, reply) => {
+    const def = parseWorkflowObject(req.body, { source: 'request body', generateId });
+    const doc = await engine.createWorkflow(def, definitionHash(def));
+    return reply.code(201).send(doc);
+  });
+
+  /** Create-or-replace by id: what `weft apply` uses. The path's id wins over any id in the body. */
+  app.put<{ Params: { id: string } }>(
+    '/api/workflows/:id',
+    { schema: { params: { type: 'object', properties: { id: idParam } }, body: { type: 'object' } } },
+    async (req, reply) => {
+      const body = req.body as Record<string, unknown>;
+      const def = parseWorkflowObject(body, { source: 'request body', id: req.params.id });
+      const { outcome, status } = await engine.saveWorkflow(def, definitionHash(def), 'api');
+      return reply.code(outcome === 'created' ? 201 : 200).send(status);
+    },
+  );
+
+  const byId = { params: { type: 'object', properties: { id: idParam } } };
+
+  app.get<{ Params: { id: string } }>('/api/workflows/:id', { schema: byId }, async (req) => engine.status(req.params.id));
+  app.get<{ Params: { id: string } }>('/api/workflows/:id/status', { schema: byId }, async (req) =>
+    engine.status(req.params.id),
+  );
+
+  app.post<{ Params: { id: string } }>('/api/workflows/:id/run', { schema: byId }, async (req, reply) => {
+    const doc = await engine.run(req.params.id);
+    return reply.code(202).send(doc);
+  });
+
+  app.post<{ Params: { id: string } }>('/api/workflows/:id/cancel', { schema: byId }, async (req, reply) => {
+    const { cancelled, status } = await engine.cancel(req.params.id);
+    return reply.code(202).send({ ...status, cancelled_jobs: cancelled });
+  });
+}

@@ -1,0 +1,14 @@
+/**
+ * Package entry point: the building blocks for embedding weft. The `weft` command lives in cli/.
+ */
+export { Engine } from './engine/engine.js';
+export type { ClaimResult, ClaimedJob, LeaseView, IncomingLogChunk } from './engine/engine.js';
+export type { StatusDocument, JobView, WorkerView, WorkflowSummary, LogChunkView } from './engine/views.js';
+export { buildApp } from './http/app.js';
+export { openStore, parseDatabaseUrl } from './store/index.js';
+export type { Store } from './store/index.js';
+export { parseWorkflowObject, parseWorkflowText, loadWorkflowDir, DefinitionError } from './definitions/index.js';
+export type { WorkflowDefinition, JobSpec, Backoff, WireBackoff, JobState } from './domain/types.js';
+export { startServer, startScheduler } from './runtime/server.js';
+export { loadServerConfig } from './runtime/config.js';
+export { VERSION } from './version.js';

@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { loadWorkflowDir } from '../definitions/index.js';
+import { Engine } from '../engine/engine.js';
+import { buildApp } from '../http/app.js';
+import { openStore, type Store } from '../store/index.js';
+import type { ServerConfig } from './config.js';
+import { displayHost, listenWithFallForward } from './listen.js';
+import { Reaper } from './reaper.js';
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  app: FastifyInstance;
+  engine: Engine;
+  store: Store;
+  close(): Promise<void>;
+}
+
+/** Loads WORKFLOWS_DIR: each good file is created or updated in place; a broken one is reported and skipped. */
+export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger): Promise<void> {
+  const { loaded, errors } = loadWorkflowDir(dir);
+  for (const { file, error } of errors) {
+    log.warn({ file, issues: error.issues }, `skipped workflow file ${file}: ${error.message}`);
+  }
+  for (const { file, definition, hash } of loaded) {
+    const { outcome } = await engine.saveWorkflow(definition, hash, 'file');
+    if (outcome !== 'unchanged') log.info({ file, workflow_id: definition.id, outcome }, `workflow ${definition.id} ${outcome} from ${file}`);
+  }
+}
+
+/** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
+export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs });
+  let reaper: Reaper | null = null;
+  let app: FastifyInstance | null = null;
+  try {
+    await loadWorkflowFiles(engine, config.workflowsDir, log);
+    app = await buildApp({
+      engine,
+      logger: log,
+      corsOrigins: config.corsOrigins,
+      bodyLimitBytes: config.bodyLimitBytes,
+      logPollMs: config.logPollMs,
+    });
+    const port = await listenWithFallForward(app, config.host, config.port);
+    const url = `http://${displayHost(config.host)}:${port}`;
+    if (!config.apiOnly) {
+      reaper = new Reaper(engine, config.reapIntervalMs, log);
+      reaper.start();
+    }
+    log.info(
+      { port, store: store.kind, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs },
+      `weft server listening on ${url}`,
+    );
+    const server = app;
+    return {
+      url,
+      port,
+      app: server,
+      engine,
+      store,
+      async close() {
+        await reaper?.stop();
+        await server.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await reaper?.stop();
+    await app?.close();
+    await store.close();
+    throw err;
+  }
+}
+
+/** `weft scheduler`: the reaper alone, against the same database as an API_ONLY server. */
+export async function startScheduler(
+  config: ServerConfig,
+  log: Logger,
+): Promise<{ engine: Engine; close(): Promise<void> }> {
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const engine = new Engine({ store, logger: log });
+  const reaper = new Reaper(engine, config.reapIntervalMs, log);
+  reaper.start();
+  log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs }, 'weft scheduler started');
+  return {
+    engine,
+    async close() {
+      await reaper.stop();
+      await store.close();
+    },
+  };
+}

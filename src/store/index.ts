@@ -1,0 +1,41 @@
+import path from 'node:path';
+import type { Store } from './store.js';
+import { SqliteStore } from './sqlite/sqlite-store.js';
+
+export type { Store, StoreOps } from './store.js';
+export * from './store.js';
+
+export type StoreLocation = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
+
+export const DEFAULT_SQLITE_FILE = path.join('data', 'weft.db');
+
+/**
+ * CONTRACT.md "Storage": unset -> data/weft.db; `sqlite:PATH` or a path ending in .db/.sqlite -> SQLite;
+ * postgres:// or postgresql:// -> PostgreSQL. Anything else is refused rather than guessed.
+ */
+export function parseDatabaseUrl(url: string | undefined): StoreLocation {
+  const value = url?.trim();
+  if (!value) return { kind: 'sqlite', file: DEFAULT_SQLITE_FILE };
+  if (/^postgres(ql)?:\/\//i.test(value)) return { kind: 'postgres', url: value };
+  if (value.startsWith('sqlite:')) {
+    const file = value.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!file) throw new Error('DATABASE_URL "sqlite:" needs a file path, for example sqlite:data/weft.db');
+    return { kind: 'sqlite', file };
+  }
+  if (/\.(db|sqlite3?)$/i.test(value) || value === ':memory:') return { kind: 'sqlite', file: value };
+  throw new Error(
+    `DATABASE_URL "${value}" is not understood: use sqlite:PATH, a path ending in .db or .sqlite, or postgres://…`,
+  );
+}
+
+export interface OpenStoreOptions {
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+}
+
+export async function openStore(url: string | undefined, opts: OpenStoreOptions = {}): Promise<Store> {
+  const loc = parseDatabaseUrl(url);
+  if (loc.kind === 'sqlite') {
+    return new SqliteStore(loc.file, { synchronous: opts.sqliteSynchronous ?? 'FULL' });
+  }
+  throw new Error('DATABASE_URL names PostgreSQL, but this build of weft ships only the SQLite store');
+}
