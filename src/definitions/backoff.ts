@@ -3,7 +3,7 @@
  * PascalCase external tagging, so both are accepted and normalised to the internal `Backoff`.
  */
 import type { Backoff, WireBackoff } from '../domain/types.js';
-import { type At, checkKeys, child, describe, isPlainObject, readInt } from './values.js';
+import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readInt } from './values.js';
 
 const KINDS: Record<string, Backoff['kind']> = {
   none: 'none',
@@ -18,7 +18,7 @@ const SHAPE_HINT = "expected 'none', { fixed: { delay_secs } } or { exponential:
 
 export function readBackoff(value: unknown, at: At): Backoff {
   const none: Backoff = { kind: 'none' };
-  if (value === undefined || value === null) return none;
+  if (isAbsent(value)) return none;
   if (typeof value === 'string') {
     if (value === 'none' || value === 'None') return none;
     const kind = KINDS[value];
@@ -62,7 +62,7 @@ export function readBackoff(value: unknown, at: At): Backoff {
   });
   const nums: Record<string, number | undefined> = {};
   for (const name of names) {
-    if (params[name] === undefined) at.issues.add(at.job, child(paramsAt, name).field, 'is required');
+    if (isAbsent(params[name])) at.issues.add(at.job, child(paramsAt, name).field, 'is required');
     else nums[name] = readInt(params[name], child(paramsAt, name), 0);
   }
   if (kind === 'fixed') {

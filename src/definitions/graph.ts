@@ -11,7 +11,8 @@ export interface GraphJob {
 }
 
 export function checkGraph(jobs: readonly GraphJob[], needsField: string, issues: Issues): void {
-  const ids = new Set(jobs.map((j) => j.id));
+  const order = jobs.map((j) => j.id);
+  const ids = new Set(order);
   const edges = new Map<string, string[]>();
   for (const job of jobs) {
     const valid: string[] = [];
@@ -19,18 +20,18 @@ export function checkGraph(jobs: readonly GraphJob[], needsField: string, issues
       if (dep === job.id) {
         issues.add(job.id, needsField, `job depends on itself ('${dep}')`);
       } else if (!ids.has(dep)) {
-        const others = jobs.map((j) => j.id).filter((id) => id !== job.id);
-        const hint = closestKey(dep, others);
-        const list = others.length > 0 ? `jobs are: ${listNames(others)}` : 'there are no other jobs';
-        issues.add(job.id, needsField, `unknown job '${dep}'${hint !== null ? ` (did you mean '${hint}'?)` : ''} (${list})`);
+        // Bounded work per entry, so a huge request body full of bad entries stays cheap to reject.
+        const hint = order.length <= 200 ? closestKey(dep, order.filter((id) => id !== job.id)) : null;
+        const list = order.length > 1 ? `jobs are: ${listNames(order, job.id)}` : 'there are no other jobs';
+        issues.add(job.id, needsField, `unknown job '${dep}' (${list})${hint !== null ? `; did you mean '${hint}'?` : ''}`);
       } else {
         valid.push(dep);
       }
     }
     edges.set(job.id, valid);
   }
-  for (const cycle of findCycles(jobs.map((j) => j.id), edges)) {
-    issues.add(cycle[0]!, needsField, `cycle: ${cycle.join(' -> ')} (each job needs the next)`);
+  for (const cycle of findCycles(order, edges)) {
+    issues.add(cycle[0]!, needsField, `cycle: ${cyclePath(cycle)} (each job needs the next)`);
   }
 }
 
@@ -43,6 +44,7 @@ function findCycles(order: readonly string[], edges: ReadonlyMap<string, readonl
   const stack: string[] = [];
   const cycles: string[][] = [];
   const onCycle = new Set<string>();
+  const position = new Map(order.map((id, i) => [id, i]));
 
   // Iterative, so a long chain of jobs in a request body cannot overflow the call stack.
   const visit = (root: string): void => {
@@ -67,7 +69,7 @@ function findCycles(order: readonly string[], edges: ReadonlyMap<string, readonl
       } else if (s === 'open' && !onCycle.has(dep)) {
         const path = stack.slice(stack.indexOf(dep));
         path.forEach((n) => onCycle.add(n));
-        cycles.push(rotateToFirst(path, order));
+        cycles.push(rotateToFirst(path, position));
       }
     }
   };
@@ -76,17 +78,28 @@ function findCycles(order: readonly string[], edges: ReadonlyMap<string, readonl
   return cycles;
 }
 
-function rotateToFirst(path: string[], order: readonly string[]): string[] {
+function rotateToFirst(path: string[], position: ReadonlyMap<string, number>): string[] {
   let start = 0;
   path.forEach((n, i) => {
-    if (order.indexOf(n) < order.indexOf(path[start]!)) start = i;
+    if (position.get(n)! < position.get(path[start]!)!) start = i;
   });
   const rotated = [...path.slice(start), ...path.slice(0, start)];
   return [...rotated, rotated[0]!];
 }
 
 // A workflow with hundreds of jobs would otherwise bury the message under the list.
-function listNames(names: readonly string[], max = 20): string {
-  if (names.length <= max) return names.join(', ');
-  return `${names.slice(0, max).join(', ')}, … (${names.length - max} more)`;
+function listNames(order: readonly string[], except: string, max = 20): string {
+  const shown: string[] = [];
+  for (const id of order) {
+    if (id === except) continue;
+    if (shown.length === max) return `${shown.join(', ')}, … (${order.length - 1 - max} more)`;
+    shown.push(id);
+  }
+  return shown.join(', ');
+}
+
+function cyclePath(cycle: readonly string[], max = 20): string {
+  if (cycle.length <= max + 1) return cycle.join(' -> ');
+  const hidden = cycle.length - 1 - max;
+  return `${cycle.slice(0, max).join(' -> ')} -> … (${hidden} more) -> ${cycle[0]!}`;
 }

@@ -18,7 +18,19 @@ export function formatIssue(issue: DefinitionIssue): string {
   if (issue.job !== null) where.push(`job '${issue.job}'`);
   if (issue.field !== null) where.push(`field '${issue.field}'`);
   const prefix = where.length > 0 ? `${issue.source}: ${where.join(', ')}: ` : `${issue.source}: `;
-  return prefix + issue.message;
+  // Values quoted in messages may hold newlines; the message format is one line per issue.
+  return (prefix + issue.message).replace(/\r?\n/g, '\\n');
+}
+
+// A request body with thousands of broken jobs would otherwise yield a message of thousands of
+// lines; `issues` still holds every one.
+const MAX_MESSAGE_LINES = 50;
+
+function summarize(source: string, issues: readonly DefinitionIssue[]): string {
+  if (issues.length === 0) return `${source}: invalid workflow definition`;
+  const lines = issues.slice(0, MAX_MESSAGE_LINES).map(formatIssue);
+  if (issues.length > MAX_MESSAGE_LINES) lines.push(`${source}: … and ${issues.length - MAX_MESSAGE_LINES} more issues`);
+  return lines.join('\n');
 }
 
 export class DefinitionError extends Error {
@@ -26,7 +38,7 @@ export class DefinitionError extends Error {
   readonly source: string;
 
   constructor(source: string, issues: DefinitionIssue[]) {
-    super(issues.length > 0 ? issues.map(formatIssue).join('\n') : `${source}: invalid workflow definition`);
+    super(summarize(source, issues));
     this.name = 'DefinitionError';
     this.source = source;
     this.issues = issues;

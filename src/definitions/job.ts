@@ -10,6 +10,7 @@ import {
   type At,
   type Plain,
   checkKeys,
+  isAbsent,
   readEnv,
   readInt,
   readString,
@@ -80,13 +81,11 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   const at = (field: string): At => ({ issues, job: label, field });
   checkKeys(raw, keys.allowed, (key, message) => issues.add(label, key, message), keys.aliases);
 
-  const name = raw.name === undefined ? id : readString(raw.name, at('name'), { nonEmpty: true }) ?? id;
-  const needs = raw[keys.needs] === undefined ? [] : uniqueInOrder(readStringList(raw[keys.needs], at(keys.needs)));
-  const labels = raw[keys.labels] === undefined ? [] : sortedUnique(readStringList(raw[keys.labels], at(keys.labels)));
-  const retries = raw[keys.retries] === undefined ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
-  const timeout = raw.timeout_secs === undefined || raw.timeout_secs === null
-    ? null
-    : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
+  const name = isAbsent(raw.name) ? id : readString(raw.name, at('name'), { nonEmpty: true }) ?? id;
+  const needs = isAbsent(raw[keys.needs]) ? [] : uniqueInOrder(readStringList(raw[keys.needs], at(keys.needs)));
+  const labels = isAbsent(raw[keys.labels]) ? [] : sortedUnique(readStringList(raw[keys.labels], at(keys.labels)));
+  const retries = isAbsent(raw[keys.retries]) ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
+  const timeout = isAbsent(raw.timeout_secs) ? null : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
 
   return {
     id,
@@ -102,14 +101,14 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
 }
 
 function readCommand(raw: Plain, keys: JobKeys, label: string, issues: Issues): string {
-  const hasRun = raw[keys.command] !== undefined;
-  const hasSteps = keys.steps !== null && raw[keys.steps] !== undefined;
+  const hasRun = !isAbsent(raw[keys.command]);
+  const hasSteps = keys.steps !== null && !isAbsent(raw[keys.steps]);
   if (hasRun && hasSteps) {
     issues.add(label, keys.command, `has both '${keys.command}' and '${keys.steps}'; use one of them`);
     return '';
   }
   if (hasSteps) {
-    return readSteps(raw[keys.steps!], { issues, job: label, field: keys.steps! }, issues) ?? '';
+    return readSteps(raw[keys.steps!], { issues, job: label, field: keys.steps! }) ?? '';
   }
   if (!hasRun) {
     const what = keys.steps !== null ? `'${keys.command}' or '${keys.steps}'` : `'${keys.command}'`;

@@ -60,7 +60,7 @@ function yamlMessage(problem: YamlProblem, text: string, lines: LineCounter): st
   const { line, col } = lines.linePos(problem.pos[0]);
   const where = `line ${line}, column ${col}`;
   if (problem.code === 'DUPLICATE_KEY') {
-    const key = text.slice(problem.pos[0], problem.pos[1]).trim();
+    const key = keyAt(text, problem.pos[0]);
     return `YAML error at ${where}: duplicate key${key !== '' ? ` '${key}'` : ''}`;
   }
   return `YAML error at ${where}: ${problem.message}`;
@@ -102,8 +102,15 @@ function findJsonDuplicateKeys(text: string, issues: Issues): void {
   for (const problem of doc.errors as YamlProblem[]) {
     if (problem.code !== 'DUPLICATE_KEY') continue;
     const { line, col } = lines.linePos(problem.pos[0]);
-    // The reported range covers only the opening quote; read the whole string token.
-    const key = /^"(?:[^"\\]|\\.)*"/.exec(text.slice(problem.pos[0]))?.[0] ?? '';
-    issues.add(null, null, `JSON error at line ${line}, column ${col}: duplicate key${key !== '' ? ` ${key}` : ''}`);
+    const key = keyAt(text, problem.pos[0]);
+    issues.add(null, null, `JSON error at line ${line}, column ${col}: duplicate key${key !== '' ? ` '${key}'` : ''}`);
   }
+}
+
+/** The yaml library points at a duplicate key's first character only; read the whole key token. */
+function keyAt(text: string, offset: number): string {
+  const rest = text.slice(offset, offset + 200);
+  const quoted = /^"((?:[^"\\\n]|\\.)*)"|^'((?:[^'\n]|'')*)'/.exec(rest);
+  if (quoted !== null) return quoted[1] ?? quoted[2] ?? '';
+  return (/^[^:,{}[\]\n]*/.exec(rest)?.[0] ?? '').trim();
 }

@@ -4,8 +4,7 @@
  * `&&` applies to: several lines, `;` or `&` (the next `&&` would only guard the last command), or
  * `#` (a trailing comment would swallow the rest of the line).
  */
-import type { Issues } from './issues.js';
-import { type At, checkKeys, child, describe, isPlainObject, readString } from './values.js';
+import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
 
 const STEP_KEYS = ['name', 'run'] as const;
 const NEEDS_GROUP = /[\n;&#]/;
@@ -16,7 +15,8 @@ export function joinSteps(runs: readonly string[]): string {
 }
 
 /** Returns the joined command, or undefined when a step is invalid (already reported). */
-export function readSteps(value: unknown, at: At, issues: Issues): string | undefined {
+export function readSteps(value: unknown, at: At): string | undefined {
+  const { issues } = at;
   if (!Array.isArray(value)) {
     issues.add(at.job, at.field, `must be a list of { name?, run }, got ${describe(value)}`);
     return undefined;
@@ -39,8 +39,8 @@ export function readSteps(value: unknown, at: At, issues: Issues): string | unde
       script: 'run',
       cmd: 'run',
     });
-    if (step.name !== undefined) readString(step.name, child(stepAt, 'name'));
-    if (step.run === undefined) {
+    if (!isAbsent(step.name)) readString(step.name, child(stepAt, 'name'));
+    if (isAbsent(step.run)) {
       issues.add(at.job, child(stepAt, 'run').field, 'is required');
       ok = false;
       return;

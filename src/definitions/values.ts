@@ -14,6 +14,11 @@ export interface At {
   field: string;
 }
 
+/** Optional fields treat null like absence: JSON clients often send `"depends_on": null`, YAML users write `needs:`. */
+export function isAbsent(value: unknown): value is undefined | null {
+  return value === undefined || value === null;
+}
+
 export function isPlainObject(value: unknown): value is Plain {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -100,7 +105,7 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** Scalars only: a nested value has no single string form a shell could receive. */
 export function readEnv(value: unknown, at: At): Record<string, string> {
-  if (value === undefined || value === null) return {};
+  if (isAbsent(value)) return {};
   if (!isPlainObject(value)) {
     at.issues.add(at.job, at.field, `must be a mapping of NAME: value, got ${describe(value)}`);
     return {};

@@ -6,8 +6,8 @@
 import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
-import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, type JobKeys, readJob } from './job.js';
-import { type Plain, checkKeys, describe, isPlainObject, readEnv, readString } from './values.js';
+import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
+import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
 
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
@@ -37,7 +37,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
     arrayForm ? { on: 'trigger' } : { trigger: 'on', environment: 'env', workflow_id: 'id' });
 
   const id = resolveId(doc.id, ids, issues);
-  const name = doc.name === undefined ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
+  const name = isAbsent(doc.name) ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
   const trigger = arrayForm ? readTriggerString(doc.trigger, issues) : readOn(doc.on, issues);
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
@@ -48,6 +48,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
 }
 
 function resolveId(bodyId: unknown, ids: IdSource, issues: Issues): string {
+  if (bodyId === null) bodyId = undefined;
   if (bodyId !== undefined && typeof bodyId !== 'string') {
     issues.add(null, 'id', `must be a string, got ${describe(bodyId)}`);
     bodyId = undefined;
@@ -73,14 +74,14 @@ function resolveId(bodyId: unknown, ids: IdSource, issues: Issues): string {
 }
 
 function readTriggerString(value: unknown, issues: Issues): string | null {
-  if (value === undefined || value === null) return null;
+  if (isAbsent(value)) return null;
   const s = readString(value, { issues, job: null, field: 'trigger' });
   return s === undefined || s.trim() === '' ? null : s;
 }
 
 /** `on:` is display text only, so any YAML shape is kept, flattened to one line. */
 function readOn(value: unknown, issues: Issues): string | null {
-  if (value === undefined || value === null) return null;
+  if (isAbsent(value)) return null;
   if (typeof value === 'string') return value.trim() === '' ? null : value;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
     const text = renderCompact(value, true);
@@ -114,8 +115,8 @@ interface ReadJobs {
 }
 
 function readJobMap(value: unknown, issues: Issues): ReadJobs {
-  if (value === undefined) {
-    issues.add(null, 'jobs', "is required: a mapping of job id to job");
+  if (isAbsent(value)) {
+    issues.add(null, 'jobs', 'is required: a mapping of job id to job');
     return { jobs: [], graph: [] };
   }
   if (!isPlainObject(value)) {
@@ -142,7 +143,6 @@ function readJobMap(value: unknown, issues: Issues): ReadJobs {
 
 function readJobList(list: unknown[], issues: Issues): ReadJobs {
   if (list.length === 0) issues.add(null, 'jobs', 'must define at least one job');
-  const keys: JobKeys = ARRAY_JOB_KEYS;
   const firstIndex = new Map<string, number>();
   const jobs: JobSpec[] = [];
   const graph: GraphJob[] = [];
@@ -153,7 +153,7 @@ function readJobList(list: unknown[], issues: Issues): ReadJobs {
       return;
     }
     let id: string | null = null;
-    if (raw.id === undefined) {
+    if (isAbsent(raw.id)) {
       issues.add(fallback, 'id', 'is required');
     } else if (typeof raw.id !== 'string') {
       issues.add(fallback, 'id', `must be a string, got ${describe(raw.id)}`);
@@ -164,7 +164,7 @@ function readJobList(list: unknown[], issues: Issues): ReadJobs {
       if (earlier !== undefined) issues.add(id, 'id', `duplicate job id '${id}' (also jobs[${earlier}])`);
       else firstIndex.set(id, i);
     }
-    const job = readJob(raw, id ?? fallback, id === null || id === '' ? fallback : id, keys, issues);
+    const job = readJob(raw, id ?? fallback, id === null || id === '' ? fallback : id, ARRAY_JOB_KEYS, issues);
     jobs.push(job);
     // Duplicates stay out so the cycle search sees each id once.
     if (id !== null && firstIndex.get(id) === i) graph.push(job);

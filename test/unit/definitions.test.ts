@@ -298,6 +298,12 @@ describe('validation', () => {
     for (const issue of err.issues) assert.equal(issue.source, 'ci.yml');
   });
 
+  test('a quoted value with newlines keeps the message at one line per issue', () => {
+    const err = errorOf(() => body({ jobs: { a: { run: 'x', labels: 5, name: ['multi\nline'] }, b: { run: 'x', retries: 'one\ntwo' } } }, { id: 'w' }));
+    assert.equal(err.message.split('\n').length, err.issues.length);
+    assert.match(err.message, /got string 'one\\ntwo'/);
+  });
+
   test('unknown needs suggests a close job name', () => {
     const issue = expectIssue(
       yamlIssues('jobs:\n  lint: { run: x }\n  test: { run: y }\n  build: { needs: lint2, run: z }\n'),
@@ -325,6 +331,16 @@ describe('validation', () => {
     const jobs: Record<string, unknown> = {};
     for (let i = 0; i < 20000; i++) jobs[`j${i}`] = { run: 'true', needs: i === 0 ? `j19999` : `j${i - 1}` };
     expectIssue(bodyIssues({ jobs }), 'j0', 'needs', /^cycle: j0 -> j19999 -> /);
+  });
+
+  test('a huge number of issues keeps every issue but a bounded message', () => {
+    const jobs: Record<string, unknown> = {};
+    for (let i = 0; i < 300; i++) jobs[`j${i}`] = { run: 'true', retries: -1 };
+    const err = errorOf(() => body({ jobs }, { id: 'big' }));
+    assert.equal(err.issues.length, 300);
+    const lines = err.message.split('\n');
+    assert.equal(lines.length, 51);
+    assert.equal(lines[50], 'request body: … and 250 more issues');
   });
 
   test('a self-dependency', () => {
@@ -517,7 +533,7 @@ describe('syntax errors', () => {
 
   test('duplicate JSON keys are errors', () => {
     const issues = issuesOf(() => json('{"jobs": {\n  "a": {"run": "x"},\n  "a": {"run": "y"}\n}}'));
-    expectIssue(issues, null, null, /line 3, column 3: duplicate key "a"/);
+    expectIssue(issues, null, null, /line 3, column 3: duplicate key 'a'/);
   });
 });
 
@@ -554,6 +570,24 @@ describe('array form (existing clients)', () => {
         { id: 'c', name: 'c', command: 'echo c', needs: ['b'], labels: [], max_retries: 0, backoff: { kind: 'none' }, env: {}, timeout_secs: null },
       ],
     });
+  });
+
+  test('null optional fields count as absent, as JSON clients send them', () => {
+    const def = body({
+      id: null,
+      name: null,
+      trigger: null,
+      env: null,
+      jobs: [{ id: 'a', name: null, command: 'x', depends_on: null, required_labels: null, max_retries: null, backoff: null, env: null, timeout_secs: null }],
+    }, { generateId: () => 'gen' });
+    assert.deepEqual(def, {
+      id: 'gen',
+      name: 'gen',
+      trigger: null,
+      env: {},
+      jobs: [{ id: 'a', name: 'a', command: 'x', needs: [], labels: [], max_retries: 0, backoff: { kind: 'none' }, env: {}, timeout_secs: null }],
+    });
+    assert.deepEqual(job(yaml('jobs:\n  a:\n    run: x\n    needs:\n    labels:\n'), 'a').needs, []);
   });
 
   test('gives the same definition and hash as the equivalent contract form', () => {

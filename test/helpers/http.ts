@@ -1,0 +1,74 @@
+/** Minimal JSON-over-HTTP helpers for tests: every call returns status, headers and parsed body. */
+export interface HttpResult<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function request<T = any>(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResult<T>> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export function client(base: string) {
+  return {
+    get: <T = any>(p: string, headers?: Record<string, string>) => request<T>('GET', base + p, undefined, headers),
+    post: <T = any>(p: string, body?: unknown, headers?: Record<string, string>) => request<T>('POST', base + p, body, headers),
+    put: <T = any>(p: string, body?: unknown, headers?: Record<string, string>) => request<T>('PUT', base + p, body, headers),
+    /** Claims with sensible defaults; returns the claim body (null when nothing fits). */
+    async claim(worker_id = 'w1', labels: string[] = [], lease_ttl_secs = 30) {
+      const r = await request('POST', `${base}/api/jobs/claim`, { worker_id, labels, lease_ttl_secs });
+      if (r.status !== 200) throw new Error(`claim answered ${r.status}: ${r.text}`);
+      return r.body as { job: any; lease: any } | null;
+    },
+    async createWorkflow(def: unknown) {
+      const r = await request('POST', `${base}/api/workflows`, def);
+      if (r.status !== 201) throw new Error(`create answered ${r.status}: ${r.text}`);
+      return r.body;
+    },
+    async run(id: string) {
+      const r = await request('POST', `${base}/api/workflows/${id}/run`);
+      if (r.status !== 202) throw new Error(`run answered ${r.status}: ${r.text}`);
+      return r.body;
+    },
+    async status(id: string) {
+      const r = await request('GET', `${base}/api/workflows/${id}/status`);
+      if (r.status !== 200) throw new Error(`status answered ${r.status}: ${r.text}`);
+      return r.body;
+    },
+    async jobState(id: string, job: string): Promise<any> {
+      const s = await this.status(id);
+      return s.jobs.find((j: any) => j.id === job);
+    },
+  };
+}
+
+/** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
+export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T;
+  do {
+    last = await fn();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, everyMs));
+  } while (Date.now() < deadline);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
+}

@@ -1,0 +1,136 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { Engine } from '../../src/engine/engine.js';
+import { buildApp } from '../../src/http/app.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { Reaper } from '../../src/runtime/reaper.js';
+import { loadWorkflowFiles } from '../../src/runtime/server.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const WEFT_BIN = path.join(ROOT, 'bin', 'weft');
+
+export function tempDir(prefix = 'weft-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export interface InProcessServer {
+  url: string;
+  engine: Engine;
+  store: SqliteStore;
+  dir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A real server (real store, real HTTP on a loopback port) inside the test process. `reapIntervalMs`
+ * starts the reaper; without it expiry is only found at access, as with API_ONLY.
+ */
+export async function startInProcess(
+  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number } = {},
+): Promise<InProcessServer> {
+  const dir = tempDir();
+  const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const engine = new Engine({ store, logger });
+  if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
+  const app = await buildApp({
+    engine,
+    logger,
+    corsOrigins: opts.corsOrigins,
+    bodyLimitBytes: opts.bodyLimitBytes,
+    logPollMs: opts.logPollMs ?? 200,
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  const reaper = opts.reapIntervalMs ? new Reaper(engine, opts.reapIntervalMs, logger) : null;
+  reaper?.start();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    engine,
+    store,
+    dir,
+    async close() {
+      await reaper?.stop();
+      await app.close();
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface SpawnedProcess {
+  proc: ChildProcess;
+  /** Everything printed so far (stdout and stderr). */
+  output(): string;
+  /** Resolves with the first match of `re` in the output, or rejects after `timeoutMs`. */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the exit code (or signal name). */
+  exited: Promise<number | string>;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export function spawnWeft(args: string[], env: Record<string, string | undefined>, cwd = ROOT): SpawnedProcess {
+  const proc = spawn(process.execPath, [WEFT_BIN, ...args], {
+    cwd,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const waiters = new Set<() => void>();
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters) w();
+  };
+  proc.stdout!.on('data', onData);
+  proc.stderr!.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => {
+    proc.on('exit', (code, signal) => {
+      resolve(code ?? signal ?? -1);
+      for (const w of waiters) w();
+    });
+  });
+  return {
+    proc,
+    output: () => out,
+    exited,
+    kill: (signal = 'SIGTERM') => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    },
+    waitFor(re, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = out.match(re);
+          if (m) {
+            cleanup();
+            resolve(m);
+          } else if (proc.exitCode !== null || proc.signalCode !== null) {
+            cleanup();
+            reject(new Error(`process exited (${proc.exitCode ?? proc.signalCode}) before printing ${re}; output:\n${out}`));
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for ${re}; output:\n${out}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Spawns `weft server` and waits for its listening line. */
+export async function spawnServer(env: Record<string, string | undefined>): Promise<SpawnedProcess & { url: string; port: number }> {
+  const p = spawnWeft(['server'], { PORT: '0', ...env });
+  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
+  return Object.assign(p, { url: m[1]!, port: Number(m[2]) });
+}
