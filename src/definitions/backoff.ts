@@ -2,7 +2,7 @@
  * Backoff spellings. Users write the lower-case form; Rust workers and existing clients use serde's
  * PascalCase external tagging, so both are accepted and normalised to the internal `Backoff`.
  */
-import type { Backoff, WireBackoff } from '../domain/types.js';
+import type { Backoff } from '../domain/types.js';
 import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readInt } from './values.js';
 
 const KINDS: Record<string, Backoff['kind']> = {
@@ -75,16 +75,4 @@ export function readBackoff(value: unknown, at: At): Backoff {
     return none;
   }
   return { kind: 'exponential', base_secs, max_secs };
-}
-
-/** The claim's `retry_policy.backoff` encoding (serde external tagging). */
-export function toWireBackoff(backoff: Backoff): WireBackoff {
-  switch (backoff.kind) {
-    case 'none':
-      return 'None';
-    case 'fixed':
-      return { Fixed: { delay_secs: backoff.delay_secs } };
-    case 'exponential':
-      return { Exponential: { base_secs: backoff.base_secs, max_secs: backoff.max_secs } };
-  }
 }

@@ -7,4 +7,3 @@ export { parseWorkflowObject, parseWorkflowText, type ObjectOptions, type TextOp
 export { loadWorkflowDir, type LoadResult, type LoadedWorkflow } from './load.js';
 export { definitionHash } from './hash.js';
 export { ID_PATTERN } from './workflow.js';
-export { toWireBackoff } from './backoff.js';

@@ -62,12 +62,12 @@ export function client(base: string) {
 }
 
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
-export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 25): Promise<T> {
+export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 25): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: T;
   do {
     last = await fn();
-    if (last) return last;
+    if (last) return last as NonNullable<T>;
     await new Promise((r) => setTimeout(r, everyMs));
   } while (Date.now() < deadline);
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)})`);

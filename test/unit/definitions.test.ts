@@ -14,7 +14,6 @@ import {
   loadWorkflowDir,
   parseWorkflowObject,
   parseWorkflowText,
-  toWireBackoff,
 } from '../../src/definitions/index.js';
 
 const WORKFLOWS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'workflows');
@@ -253,11 +252,6 @@ describe('backoff', () => {
     assert.deepEqual(job(def, 'a').backoff, { kind: 'fixed', delay_secs: 5 });
   });
 
-  test('toWireBackoff gives serde external tagging', () => {
-    assert.equal(toWireBackoff({ kind: 'none' }), 'None');
-    assert.deepEqual(toWireBackoff({ kind: 'fixed', delay_secs: 5 }), { Fixed: { delay_secs: 5 } });
-    assert.deepEqual(toWireBackoff({ kind: 'exponential', base_secs: 1, max_secs: 30 }), { Exponential: { base_secs: 1, max_secs: 30 } });
-  });
 
   test('bad backoffs are reported with their path', () => {
     const cases: Array<[unknown, string, RegExp]> = [
