@@ -9,7 +9,9 @@ import { Issues } from './issues.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
 
-export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+// CONTRACT.md's id alphabet, minus ids made only of dots: `.` and `..` are rewritten by URL
+// normalisation, so such a workflow or job could never be addressed in a path.
+export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
 const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'jobs'] as const;
 const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'jobs'] as const;
@@ -21,7 +23,7 @@ export interface IdSource {
 }
 
 export function badIdMessage(id: string): string {
-  return `invalid id '${id}': use 1 to 128 characters among A-Z a-z 0-9 _ . -`;
+  return `invalid id '${id}': use 1 to 128 characters among A-Z a-z 0-9 _ . - (not only dots)`;
 }
 
 /** Throws `DefinitionError` listing every problem found. */

@@ -823,3 +823,11 @@ describe('example workflows in workflows/', () => {
     });
   }
 });
+
+test('ids made only of dots are refused: URL normalisation would rewrite them', () => {
+  for (const id of ['.', '..', '...']) {
+    assert.throws(() => parseWorkflowObject({ id, jobs: { a: { run: 'x' } } }, { source: 'body' }), /not only dots/);
+    assert.throws(() => parseWorkflowObject({ id: 'ok', jobs: { [id]: { run: 'x' } } }, { source: 'body' }), /not only dots/);
+  }
+  assert.equal(parseWorkflowObject({ id: 'a.b', jobs: { 'v1.2': { run: 'x' } } }, { source: 'body' }).id, 'a.b');
+});
