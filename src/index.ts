@@ -1,6 +1,9 @@
 /**
- * Package entry point: the building blocks for embedding weft. The `weft` command lives in cli/.
+ * Package entry point: the client SDK and the building blocks for embedding weft. The `weft` command
+ * lives in cli/.
  */
+export { WorkflowClient, WorkflowApiError } from './client/index.js';
+export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions } from './client/index.js';
 export { Engine } from './engine/engine.js';
 export type { ClaimResult, ClaimedJob, LeaseView, IncomingLogChunk } from './engine/engine.js';
 export type { StatusDocument, JobView, WorkerView, WorkflowSummary, LogChunkView } from './engine/views.js';

@@ -3,6 +3,8 @@ import { ConfigError, loadServerConfig } from '../runtime/config.js';
 import { createLogger } from '../runtime/logger.js';
 import { startScheduler, startServer } from '../runtime/server.js';
 import { VERSION } from '../version.js';
+import { registerWorkerCommand } from '../worker/command.js';
+import { registerClientCommands } from './commands/index.js';
 
 /** Stops on SIGTERM/SIGINT: finish in-flight requests, close the store, exit 0. */
 function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void; error: (o: object, m: string) => void }) {
@@ -61,5 +63,8 @@ program
       fail(err);
     }
   });
+
+registerWorkerCommand(program);
+registerClientCommands(program);
 
 program.parseAsync(process.argv).catch(fail);
