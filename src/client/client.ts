@@ -120,7 +120,7 @@ export class WorkflowClient {
     const reader = res.body.getReader();
     try {
       for (;;) {
-        let next: ReadableStreamReadResult<Uint8Array>;
+        let next: Awaited<ReturnType<typeof reader.read>>;
         try {
           next = await reader.read();
         } catch (err) {
