@@ -8,11 +8,6 @@ export interface DagNode {
   outputs: Outputs | null;
 }
 
-/** Jobs with no `needs`: the ones a new run enqueues. */
-export function rootJobIds(nodes: readonly Pick<DagNode, 'job_id' | 'needs'>[]): string[] {
-  return nodes.filter((n) => n.needs.length === 0).map((n) => n.job_id);
-}
-
 /**
  * Pending jobs whose every `needs` entry is now `success`, each with the outputs of its direct needs.
  * Called after a job succeeds; only direct dependents of `finishedJobId` can have become ready.
@@ -40,26 +35,9 @@ export function newlyReady(
   return ready;
 }
 
-/** Every job transitively downstream of `jobId` (not including it), in no particular order. */
-export function downstreamOf(nodes: readonly Pick<DagNode, 'job_id' | 'needs'>[], jobId: string): Set<string> {
-  const dependents = new Map<string, string[]>();
-  for (const n of nodes) {
-    for (const need of n.needs) {
-      const list = dependents.get(need);
-      if (list) list.push(n.job_id);
-      else dependents.set(need, [n.job_id]);
-    }
-  }
-  const out = new Set<string>();
-  const stack = [jobId];
-  while (stack.length > 0) {
-    const current = stack.pop()!;
-    for (const d of dependents.get(current) ?? []) {
-      if (!out.has(d)) {
-        out.add(d);
-        stack.push(d);
-      }
-    }
-  }
+/** Direct dependents of every job (the inverse of `needs`), in definition order. */
+export function dependentsOf(nodes: readonly Pick<DagNode, 'job_id' | 'needs'>[]): Map<string, string[]> {
+  const out = new Map<string, string[]>(nodes.map((n) => [n.job_id, []]));
+  for (const n of nodes) for (const need of n.needs) out.get(need)?.push(n.job_id);
   return out;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { backoffToWire, retryDelayMs } from '../domain/backoff.js';
-import { downstreamOf, newlyReady } from '../domain/dag.js';
+import { dependentsOf, newlyReady, type DagNode } from '../domain/dag.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { isSubset, labelKey, normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS, isLeaseExpired, leaseExpiresAt } from '../domain/lease.js';
@@ -190,6 +190,7 @@ export class Engine {
       await ops.insertRun({ workflow_id: id, run_number: runNumber, status: 'running', created_at_ms: now, finished_at_ms: null });
       const def = wf.definition;
       const jobs: NewJob[] = [];
+      const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
       const seenKeys = new Set<string>();
       for (const spec of def.jobs) {
         const labels = normalizeLabels(spec.labels);
@@ -209,6 +210,7 @@ export class Engine {
           labels,
           label_key: key,
           needs: spec.needs,
+          dependents: dependents.get(spec.id) ?? [],
           max_retries: spec.max_retries,
           backoff: spec.backoff,
           timeout_secs: spec.timeout_secs,
@@ -369,13 +371,17 @@ export class Engine {
       await ops.updateLease(leaseId, { state: 'completed' });
       await ops.updateJob(job.row_id, { status: 'success', outputs, finished_at_ms: now, deadline_ms: null, error: null });
       changes.job(job);
-      const jobs = await ops.getRunJobs(job.workflow_id, job.run_number);
-      const self = jobs.find((j) => j.row_id === job.row_id)!;
-      self.status = 'success';
-      self.outputs = outputs;
+      // Only direct dependents can have become ready; read them and their other needs, nothing more.
+      const below = await ops.getJobs(job.workflow_id, job.run_number, job.dependents);
+      const needIds = new Set(below.filter((d) => d.status === 'pending').flatMap((d) => d.needs));
+      needIds.delete(job.job_id);
+      const nodes = new Map<string, DagNode>();
+      for (const n of await ops.getJobs(job.workflow_id, job.run_number, [...needIds])) nodes.set(n.job_id, n);
+      nodes.set(job.job_id, { ...job, status: 'success', outputs });
+      for (const d of below) if (!nodes.has(d.job_id)) nodes.set(d.job_id, d);
       const enqueued: string[] = [];
-      for (const ready of newlyReady(jobs, job.job_id)) {
-        const next = jobs.find((j) => j.job_id === ready.job_id)!;
+      for (const ready of newlyReady([...nodes.values()], job.job_id)) {
+        const next = below.find((j) => j.job_id === ready.job_id)!;
         await ops.updateJob(next.row_id, {
           status: 'queued',
           enqueued_at_ms: now,
@@ -383,11 +389,10 @@ export class Engine {
           delayed_until_ms: 0,
           upstream_outputs: ready.upstream_outputs,
         });
-        next.status = 'queued';
         enqueued.push(next.job_id);
         changes.job(next);
       }
-      await this.settleRun(ops, job.workflow_id, job.run_number, jobs, now);
+      await this.settleRun(ops, job.workflow_id, job.run_number, now);
       return { kind: 'done' as const, status: 'success' as JobState, enqueued };
     });
     this.announce(changes);
@@ -649,24 +654,28 @@ export class Engine {
       return { status: 'queued', attempt, delayed_until_ms: delayedUntil };
     }
     await ops.updateJob(job.row_id, { status: 'failed', error, finished_at_ms: now, deadline_ms: null });
-    const jobs = await ops.getRunJobs(job.workflow_id, job.run_number);
-    jobs.find((j) => j.row_id === job.row_id)!.status = 'failed';
-    const below = downstreamOf(jobs, job.job_id);
-    for (const j of jobs) {
-      if (below.has(j.job_id) && j.status === 'pending') {
+    // Everything downstream is still pending (it needed this job); walk the dependents level by level.
+    let frontier = job.dependents;
+    const seen = new Set<string>();
+    while (frontier.length > 0) {
+      const next: string[] = [];
+      for (const j of await ops.getJobs(job.workflow_id, job.run_number, frontier.filter((id) => !seen.has(id)))) {
+        seen.add(j.job_id);
+        if (j.status !== 'pending') continue;
         await ops.updateJob(j.row_id, { status: 'skipped', finished_at_ms: now, error: `upstream job "${job.job_id}" failed` });
-        j.status = 'skipped';
         changes.job(j);
+        next.push(...j.dependents);
       }
+      frontier = next;
     }
-    await this.settleRun(ops, job.workflow_id, job.run_number, jobs, now);
+    await this.settleRun(ops, job.workflow_id, job.run_number, now);
     this.log.info({ workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, error }, 'job failed');
     return { status: 'failed', attempt: job.attempt, delayed_until_ms: 0 };
   }
 
   /** Records the run's end once none of its jobs can move any more. */
-  private async settleRun(ops: StoreOps, workflowId: string, runNumber: number, jobs: JobRecord[], now: number) {
-    const state = deriveRunState(jobs.map((j) => j.status));
+  private async settleRun(ops: StoreOps, workflowId: string, runNumber: number, now: number) {
+    const state = deriveRunState(await ops.presentStates(workflowId, runNumber));
     if (state !== 'running') await ops.updateRun(workflowId, runNumber, state, now);
   }
 

@@ -49,6 +49,8 @@ export interface JobRecord {
   labels: string[];
   label_key: string;
   needs: string[];
+  /** Direct downstream jobs (the inverse of needs), so unblocking and skipping touch only them. */
+  dependents: string[];
   max_retries: number;
   backoff: Backoff;
   timeout_secs: number | null;
@@ -178,6 +180,10 @@ export interface StoreOps {
   getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
   getJob(workflowId: string, runNumber: number, jobId: string): Promise<JobRecord | null>;
   getJobByRowId(rowId: number): Promise<JobRecord | null>;
+  /** The named jobs of a run (missing ids are left out). */
+  getJobs(workflowId: string, runNumber: number, jobIds: readonly string[]): Promise<JobRecord[]>;
+  /** Which job states occur in the run: one index seek per state, whatever the run's size. */
+  presentStates(workflowId: string, runNumber: number): Promise<Set<JobState>>;
   updateJob(rowId: number, patch: JobPatch): Promise<void>;
   /**
    * The oldest claimable job (queued, ready_at_ms <= now) among the given label keys, locked for the

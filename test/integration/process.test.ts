@@ -265,6 +265,55 @@ test('restart (SIGTERM, exit 0) keeps workflows, runs, job states, outputs, leas
   assert.equal(await stop(second), 0);
 });
 
+test('SIGTERM with a live log stream open still shuts down promptly with exit 0', async (t) => {
+  const sb = sandbox(t);
+  const srv = await server(t, sb);
+  const api = client(srv.url);
+  await api.createWorkflow({ id: 'tail', jobs: { j: { run: 'sleep 100' } } });
+  await api.run('tail');
+  const c = (await api.claim('w1', [], 300))!;
+  // A stored chunk, so the stream has something to replay (and its headers go out with it).
+  assert.equal((await api.post(`/api/jobs/${c.lease.lease_id}/logs`, { chunks: [{ sequence: 0, data: 'hi\n' }] })).status, 200);
+
+  const abort = new AbortController();
+  t.after(() => abort.abort());
+  const res = await fetch(`${srv.url}/api/workflows/tail/jobs/j/logs/stream`, { signal: abort.signal });
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let seen = '';
+  while (!seen.includes('"data":"hi\\n"')) {
+    const { value, done } = await reader.read();
+    assert.ok(!done, `stream ended before the replayed chunk: ${seen}`);
+    seen += dec.decode(value);
+  }
+  // The job is still running, so the stream would stay open forever: a graceful stop must end it.
+  const t0 = Date.now();
+  srv.kill('SIGTERM');
+  const code = await Promise.race([srv.exited, new Promise<string>((r) => setTimeout(() => r('still running'), 5000).unref())]);
+  assert.equal(code, 0, `SIGTERM must stop the server within 5 s even with a log stream open (${Date.now() - t0} ms); output:\n${srv.output()}`);
+  // The follower sees its stream end rather than hang.
+  const rest = await Promise.race([
+    (async () => {
+      for (;;) {
+        const { done } = await reader.read().catch(() => ({ done: true }));
+        if (done) return 'ended';
+      }
+    })(),
+    new Promise<string>((r) => setTimeout(() => r('still open'), 2000).unref()),
+  ]);
+  assert.equal(rest, 'ended');
+
+  // And nothing was lost by the shutdown.
+  const again = await server(t, sb);
+  const logs = await client(again.url).get('/api/workflows/tail/jobs/j/logs');
+  assert.deepEqual(
+    logs.body.map((x: any) => x.data),
+    ['hi\n'],
+  );
+  assert.equal(await stop(again), 0);
+});
+
 test('kill -9 under load: no acknowledged completion is lost; held leases are re-queued by the reaper', async (t) => {
   const sb = sandbox(t);
   const JOBS = 200;
@@ -479,4 +528,11 @@ test('bad configuration stops the process with a non-zero exit and a message nam
   assert.doesNotMatch(badDb.output(), /listening on/);
   // Neither left a database behind.
   assert.ok(!fs.existsSync(path.join(sb.dir, 'data')));
+
+  // The scheduler checks its settings the same way.
+  const badReap = track(t, spawnWeft(['scheduler'], { ...sb.env, REAP_INTERVAL_SECS: 'often' }, sb.dir));
+  const reapCode = await badReap.exited;
+  assert.equal(typeof reapCode, 'number');
+  assert.notEqual(reapCode, 0, badReap.output());
+  assert.match(badReap.output(), /REAP_INTERVAL_SECS/);
 });

@@ -42,6 +42,7 @@ function newJob(workflow_id: string, run_number: number, job_id: string, over: P
     labels,
     label_key: labelKey(labels),
     needs: [],
+    dependents: [],
     max_retries: 0,
     backoff: { kind: 'none' },
     timeout_secs: null,
@@ -192,6 +193,21 @@ export function storeConformance(name: string, open: () => Promise<Store & { dis
       );
       assert.equal(taken.length, 40);
       assert.equal(new Set(taken).size, 40);
+    });
+
+    withStore('getJobs reads named jobs of a run; presentStates tells which states occur', async (store) => {
+      await seedRun(store, 'w', [
+        newJob('w', 1, 'a', { status: 'success', dependents: ['b', 'c'] }),
+        newJob('w', 1, 'b', { status: 'pending', needs: ['a'] }),
+        newJob('w', 1, 'c', { status: 'running', needs: ['a'] }),
+      ]);
+      const got = await store.read((ops) => ops.getJobs('w', 1, ['c', 'a', 'missing']));
+      assert.deepEqual(got.map((j) => j.job_id), ['a', 'c']);
+      assert.deepEqual(got[0]!.dependents, ['b', 'c']);
+      assert.deepEqual(await store.read((ops) => ops.getJobs('w', 1, [])), []);
+      const states = await store.read((ops) => ops.presentStates('w', 1));
+      assert.deepEqual([...states].sort(), ['pending', 'running', 'success']);
+      assert.deepEqual([...(await store.read((ops) => ops.presentStates('w', 2)))], []);
     });
 
     withStore('timedOutJobs finds running jobs past their deadline only', async (store) => {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backoffToWire, retryDelayMs } from '../../src/domain/backoff.js';
-import { downstreamOf, newlyReady, rootJobIds } from '../../src/domain/dag.js';
+import { dependentsOf, newlyReady } from '../../src/domain/dag.js';
 import { deriveRunState } from '../../src/domain/run-state.js';
 import { isSubset, labelKey, normalizeLabels } from '../../src/domain/labels.js';
 import { isLeaseExpired, leaseExpiresAt } from '../../src/domain/lease.js';
@@ -35,10 +35,6 @@ test('backoff wire encoding is serde external tagging', () => {
 
 const node = (job_id: string, needs: string[], status: any = 'pending', outputs: any = null) => ({ job_id, needs, status, outputs });
 
-test('roots are the jobs without needs', () => {
-  assert.deepEqual(rootJobIds([node('a', []), node('b', ['a']), node('c', [])]), ['a', 'c']);
-});
-
 test('a job becomes ready only when every need succeeded, carrying their outputs', () => {
   const nodes = [
     node('a', [], 'success', { x: '1' }),
@@ -52,10 +48,9 @@ test('a job becomes ready only when every need succeeded, carrying their outputs
   assert.deepEqual(newlyReady(nodes, 'b'), [{ job_id: 'c', upstream_outputs: { a: { x: '1' }, b: { y: '2' } } }]);
 });
 
-test('downstreamOf is transitive and excludes the job itself', () => {
-  const nodes = [node('a', []), node('b', ['a']), node('c', ['b']), node('d', []), node('e', ['d', 'c'])];
-  assert.deepEqual([...downstreamOf(nodes, 'a')].sort(), ['b', 'c', 'e']);
-  assert.deepEqual([...downstreamOf(nodes, 'e')], []);
+test('dependentsOf inverts needs, keeping every job', () => {
+  const nodes = [node('a', []), node('b', ['a']), node('c', ['a', 'b'])];
+  assert.deepEqual(Object.fromEntries(dependentsOf(nodes)), { a: ['b', 'c'], b: ['c'], c: [] });
 });
 
 test('run state derives from job states', () => {

@@ -42,6 +42,7 @@ CREATE TABLE jobs (
   labels           TEXT NOT NULL,
   label_key        TEXT NOT NULL,
   needs            TEXT NOT NULL,
+  dependents       TEXT NOT NULL,
   max_retries      INTEGER NOT NULL,
   backoff          TEXT NOT NULL,
   timeout_secs     INTEGER,

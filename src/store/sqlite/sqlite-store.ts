@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import type { JobState, RunState, WorkflowDefinition } from '../../domain/types.js';
+import { JOB_STATES, type JobState, type RunState, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   JobPatch,
   JobRecord,
@@ -176,10 +176,10 @@ export class SqliteStore implements Store {
 
       insertJobs: async (jobs: NewJob[]) => {
         const insert = q(
-          `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs,
+          `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
              max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
              started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
-           VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs,
+           VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
              @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
              @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id)`,
         );
@@ -189,6 +189,7 @@ export class SqliteStore implements Store {
             env: JSON.stringify(j.env),
             labels: JSON.stringify(j.labels),
             needs: JSON.stringify(j.needs),
+            dependents: JSON.stringify(j.dependents),
             backoff: JSON.stringify(j.backoff),
             outputs: j.outputs === null ? null : JSON.stringify(j.outputs),
             upstream_outputs: JSON.stringify(j.upstream_outputs),
@@ -206,6 +207,23 @@ export class SqliteStore implements Store {
           jobId,
         ) as Row | undefined;
         return row ? toJob(row) : null;
+      },
+      getJobs: async (workflowId, runNumber, jobIds) => {
+        if (jobIds.length === 0) return [];
+        return (
+          q(
+            `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND job_id IN (SELECT value FROM json_each(?))
+             ORDER BY row_id`,
+          ).all(workflowId, runNumber, JSON.stringify(jobIds)) as Row[]
+        ).map(toJob);
+      },
+      presentStates: async (workflowId, runNumber) => {
+        const row = q(
+          `SELECT ${JOB_STATES.map(
+            (s) => `EXISTS (SELECT 1 FROM jobs WHERE workflow_id = @wf AND run_number = @run AND status = '${s}') AS "${s}"`,
+          ).join(', ')}`,
+        ).get({ wf: workflowId, run: runNumber }) as Record<JobState, number>;
+        return new Set(JOB_STATES.filter((s) => row[s] === 1));
       },
       getJobByRowId: async (rowId) => {
         const row = q('SELECT * FROM jobs WHERE row_id = ?').get(rowId) as Row | undefined;
@@ -393,6 +411,7 @@ function toJob(r: Row): JobRecord {
     labels: JSON.parse(r.labels as string),
     label_key: r.label_key as string,
     needs: JSON.parse(r.needs as string),
+    dependents: JSON.parse(r.dependents as string),
     max_retries: r.max_retries as number,
     backoff: JSON.parse(r.backoff as string),
     timeout_secs: (r.timeout_secs as number | null) ?? null,
