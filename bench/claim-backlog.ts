@@ -1,0 +1,75 @@
+/**
+ * Claim + complete cost against the size of the queue. Seeds N queued jobs (spread over several label
+ * sets, half of them held by a backoff delay) straight into a fresh SQLite store, then times full engine
+ * claim -> complete cycles. By design the cost must not grow with N.
+ *
+ *   npx tsx bench/claim-backlog.ts [sizes=10,10000,1000000] [ops=2000]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { Engine } from '../src/engine/engine.js';
+import { labelKey } from '../src/domain/labels.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { NewJob } from '../src/store/store.js';
+
+const sizes = (process.argv[2] ?? '10,10000,1000000').split(',').map(Number);
+const ops = Number(process.argv[3] ?? 2000);
+const LABEL_SETS = [[], ['linux'], ['linux', 'gpu'], ['arm'], ['windows']];
+
+async function seed(store: SqliteStore, n: number): Promise<void> {
+  const now = Date.now();
+  await store.tx(async (s) => {
+    await s.insertWorkflow({
+      id: 'bench', name: 'bench', trigger: null, source: 'api', hash: 'x', created_at_ms: now, updated_at_ms: now, latest_run: 1,
+      definition: { id: 'bench', name: 'bench', trigger: null, env: {}, jobs: [] },
+    });
+    await s.insertRun({ workflow_id: 'bench', run_number: 1, status: 'running', created_at_ms: now, finished_at_ms: null });
+    for (const labels of LABEL_SETS) await s.ensureLabelSet({ key: labelKey(labels), labels });
+  });
+  const batch = 20_000;
+  for (let start = 0; start < n; start += batch) {
+    const jobs: NewJob[] = [];
+    for (let i = start; i < Math.min(n, start + batch); i++) {
+      const labels = LABEL_SETS[i % LABEL_SETS.length]!;
+      // Half the backlog waits on a backoff far in the future: claims must skip it without reading it.
+      const delayed = i % 2 === 1 ? now + 3_600_000 : 0;
+      jobs.push({
+        workflow_id: 'bench', run_number: 1, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels,
+        label_key: labelKey(labels), needs: [], dependents: [], max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null,
+        status: 'queued', attempt: 0, enqueued_at_ms: now - n + i, delayed_until_ms: delayed,
+        ready_at_ms: Math.max(now - n + i, delayed), started_at_ms: null, finished_at_ms: null, deadline_ms: null,
+        error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null,
+      });
+    }
+    await store.tx((s) => s.insertJobs(jobs));
+  }
+}
+
+for (const n of sizes) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-bench-'));
+  const store = new SqliteStore(path.join(dir, 'bench.db'), { synchronous: 'NORMAL' });
+  const engine = new Engine({ store, logger: pino({ level: 'silent' }) });
+  const t0 = performance.now();
+  await seed(store, n);
+  const seedMs = performance.now() - t0;
+  const cycles = Math.min(ops, Math.floor(n / 2));
+  const lat: number[] = [];
+  for (let i = 0; i < cycles; i++) {
+    const s = performance.now();
+    const c = await engine.claim({ worker_id: 'bench', labels: ['linux', 'gpu'], lease_ttl_secs: 30 });
+    if (!c) break;
+    await engine.heartbeat(c.lease.lease_id);
+    await engine.complete(c.lease.lease_id, { i: String(i) });
+    lat.push(performance.now() - s);
+  }
+  lat.sort((a, b) => a - b);
+  const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]!.toFixed(3);
+  console.log(
+    `queued=${n.toLocaleString('en')} seeded in ${(seedMs / 1000).toFixed(1)}s; ${lat.length} claim+heartbeat+complete cycles: ` +
+      `p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, ${(lat.length / (lat.reduce((a, b) => a + b, 0) / 1000)).toFixed(0)} cycles/s`,
+  );
+  await store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
