@@ -11,7 +11,20 @@ export interface LogRouteOptions {
   pollMs?: number;
 }
 
+/**
+ * A live stream only ends when its job does, so a graceful shutdown must end the open ones itself:
+ * otherwise closing the server waits for jobs that may run for hours.
+ */
+function endStreamsOnClose(app: FastifyInstance): Set<AbortController> {
+  const open = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const c of open) c.abort();
+  });
+  return open;
+}
+
 export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions = {}): void {
+  const openStreams = endStreamsOnClose(app);
   app.get<{ Params: { wf_id: string; job_id: string }; Querystring: { run?: number; attempt?: number } }>(
     '/api/workflows/:wf_id/jobs/:job_id/logs',
     {
@@ -49,6 +62,7 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       // Unknown workflow or job: a JSON 404 before any stream byte is written.
       await engine.readStore((ops) => engine.logTarget(ops, req.params.wf_id, req.params.job_id));
       const abort = new AbortController();
+      openStreams.add(abort);
       reply.raw.on('close', () => abort.abort());
       const events = followLogs(engine, req.params.wf_id, req.params.job_id, {
         afterSequence,
@@ -63,10 +77,13 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         }
       }
       reply.sse.sendHeaders();
+      // Headers would otherwise wait for the first event, leaving the client unsure the stream is open.
+      reply.raw.flushHeaders();
       try {
         await reply.sse.send(frames());
       } finally {
         abort.abort();
+        openStreams.delete(abort);
       }
     },
   );

@@ -1,0 +1,236 @@
+/**
+ * What every client command shares: the `--server` option, the client, error reporting, and plain
+ * text formatting (tables, durations, colour that switches itself off when not on a terminal).
+ */
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { WorkflowApiError, WorkflowClient } from '../../client/client.js';
+import type { JobState, WorkflowState } from '../../domain/types.js';
+
+export const DEFAULT_SERVER = 'http://localhost:3000';
+
+/** A failure the command has already explained: printed as `weft: <message>`, then exit `exitCode`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export interface ServerOptions {
+  server?: string;
+}
+
+export function serverOption(): Option {
+  return new Option('--server <url>', `weft server URL (default: $SERVER_URL, else ${DEFAULT_SERVER})`).argParser(parseUrl);
+}
+
+function parseUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('expected a URL such as http://localhost:3000');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new InvalidArgumentError('expected an http:// or https:// URL');
+  return value;
+}
+
+/** `--server`, else SERVER_URL (an empty one counts as unset), else the default. */
+export function serverUrl(opts: ServerOptions): string {
+  if (opts.server) return opts.server;
+  const env = process.env.SERVER_URL;
+  if (env !== undefined && env !== '') {
+    try {
+      return parseUrl(env);
+    } catch (err) {
+      throw new CliError(`SERVER_URL: ${(err as Error).message} (got '${env}')`);
+    }
+  }
+  return DEFAULT_SERVER;
+}
+
+export function makeClient(opts: ServerOptions, fetchImpl?: typeof fetch): WorkflowClient {
+  return new WorkflowClient({ baseUrl: serverUrl(opts), fetch: fetchImpl });
+}
+
+/** Positive/non-negative integer option parsers for commander. */
+export function intOption(min: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d+$/.test(value) || Number(value) < min) {
+      throw new InvalidArgumentError(min === 0 ? 'expected a non-negative integer' : `expected an integer >= ${min}`);
+    }
+    return Number(value);
+  };
+}
+
+/**
+ * The reason a request never got an HTTP answer (refused, DNS, reset, timeout), or null when `err`
+ * is something else. Node's fetch reports these as `TypeError: fetch failed` with the socket error
+ * as `cause` (an AggregateError when several addresses were tried).
+ */
+export function networkFailure(err: unknown): string | null {
+  if (err instanceof WorkflowApiError || !(err instanceof Error)) return null;
+  if (err.name === 'TimeoutError') return 'the request timed out';
+  if (!(err instanceof TypeError)) return null;
+  const cause = (err as { cause?: unknown }).cause;
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    if (cause.message !== '') return cause.message;
+    if (typeof code === 'string') return code;
+  }
+  return err.message;
+}
+
+/** Runs a command body and turns every failure into one `weft: …` line on stderr and exit code 1. */
+export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      await fn(...args);
+    } catch (err) {
+      process.exitCode = reportError(err, args);
+    }
+  };
+}
+
+function reportError(err: unknown, args: unknown[]): number {
+  if (err instanceof CliError) {
+    process.stderr.write(`weft: ${err.message}\n`);
+    return err.exitCode;
+  }
+  if (err instanceof WorkflowApiError) {
+    process.stderr.write(`weft: ${err.status} ${err.statusText}: ${err.serverMessage}\n`);
+    return 1;
+  }
+  const reason = networkFailure(err);
+  if (reason !== null) {
+    // commander passes the Command itself last.
+    const cmd = args[args.length - 1];
+    const opts: ServerOptions = typeof cmd === 'object' && cmd !== null && isCommand(cmd) ? cmd.opts() : {};
+    let url: string;
+    try {
+      url = serverUrl(opts);
+    } catch {
+      url = process.env.SERVER_URL ?? DEFAULT_SERVER;
+    }
+    process.stderr.write(`weft: cannot reach the server at ${url}: ${reason}\n`);
+    return 1;
+  }
+  process.stderr.write(`weft: ${err instanceof Error ? err.message : String(err)}\n`);
+  return 1;
+}
+
+function isCommand(x: object): x is Command {
+  return typeof (x as { opts?: unknown }).opts === 'function';
+}
+
+// --------------------------------------------------------------------------------------- colour
+
+export interface Palette {
+  enabled: boolean;
+  bold(s: string): string;
+  dim(s: string): string;
+  red(s: string): string;
+  green(s: string): string;
+  yellow(s: string): string;
+  cyan(s: string): string;
+}
+
+/** ANSI colour only on a terminal, and never with NO_COLOR set (https://no-color.org) or TERM=dumb. */
+export function palette(stream: NodeJS.WriteStream): Palette {
+  const enabled = stream.isTTY === true && !process.env.NO_COLOR && process.env.TERM !== 'dumb';
+  const wrap = (open: number, close: number) => (s: string) => (enabled ? `\x1b[${open}m${s}\x1b[${close}m` : s);
+  return {
+    enabled,
+    bold: wrap(1, 22),
+    dim: wrap(2, 22),
+    red: wrap(31, 39),
+    green: wrap(32, 39),
+    yellow: wrap(33, 39),
+    cyan: wrap(36, 39),
+  };
+}
+
+export function paintState(p: Palette, state: JobState | WorkflowState): string {
+  switch (state) {
+    case 'success':
+      return p.green(state);
+    case 'failed':
+      return p.red(state);
+    case 'running':
+      return p.yellow(state);
+    case 'queued':
+      return p.cyan(state);
+    default:
+      return p.dim(state);
+  }
+}
+
+// --------------------------------------------------------------------------------------- text
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\x1b\[[0-9;]*m/g;
+const visible = (s: string) => s.replace(ANSI, '').length;
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function table(header: string[], rows: string[][], p?: Palette): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => visible(r[i] ?? ''))));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i]! - visible(c))))
+      .join('  ')
+      .trimEnd();
+  const head = line(header);
+  return [p ? p.bold(head) : head, ...rows.map(line)];
+}
+
+/** 0.4s, 12.3s, 2m05s, 1h02m. */
+export function formatDuration(secs: number | null | undefined): string {
+  if (secs === null || secs === undefined || !Number.isFinite(secs)) return '-';
+  const s = Math.max(0, secs);
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const whole = Math.floor(s);
+  if (whole < 3600) return `${Math.floor(whole / 60)}m${String(whole % 60).padStart(2, '0')}s`;
+  return `${Math.floor(whole / 3600)}h${String(Math.floor((whole % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** 3s ago, 4m ago, 2h ago, 5d ago. */
+export function formatAgo(ms: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86_400)}d ago`;
+}
+
+/** The first non-empty line of `text`, cut to `max` characters. */
+export function summary(text: string | null | undefined, max = 60): string {
+  if (!text) return '';
+  const first = text.split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
+  return first.length > max ? `${first.slice(0, max - 1)}…` : first;
+}
+
+/** Splits chunk text into lines; a trailing newline does not make an extra empty line. */
+export function lines(data: string): string[] {
+  const parts = data.split(/\r?\n/);
+  if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}
+
+/** Cuts `s` to `width` visible characters, keeping (and closing) its ANSI colour codes. */
+export function fit(s: string, width: number): string {
+  if (visible(s) <= width) return s;
+  let out = '';
+  let shown = 0;
+  for (const part of s.split(/(\x1b\[[0-9;]*m)/)) {
+    if (part.startsWith('\x1b[')) out += part;
+    else {
+      const take = part.slice(0, Math.max(0, width - 1 - shown));
+      out += take;
+      shown += take.length;
+    }
+  }
+  return `${out}\x1b[0m…`.replace(/\x1b\[0m…$/, s.includes('\x1b[') ? '\x1b[0m…' : '…');
+}

@@ -1,0 +1,58 @@
+/** `weft status <workflow> [--json]`: the latest run of a workflow as a table of its jobs. */
+import type { Command } from 'commander';
+import type { JobView, StatusDocument } from '../../engine/views.js';
+import { action, formatDuration, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
+
+/** Seconds a job has taken: its duration once finished, the time since its start while running. */
+export function elapsedSecs(job: JobView, now = Date.now()): number | null {
+  if (job.duration_secs !== null) return job.duration_secs;
+  if (job.status === 'running' && job.started_at_ms !== null) return (now - job.started_at_ms) / 1000;
+  return null;
+}
+
+/** `2` for attempt 2; `1/3` when retries are allowed (the attempt number counts from 0, as in `logs --attempt`). */
+export function formatAttempt(job: JobView): string {
+  return job.max_retries > 0 ? `${job.attempt}/${job.max_retries}` : String(job.attempt);
+}
+
+export const JOB_HEADER = ['JOB', 'STATUS', 'ATTEMPT', 'DURATION', 'WORKER', 'ERROR'];
+
+export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 60): string[] {
+  return [
+    job.id,
+    paintState(p, job.status),
+    formatAttempt(job),
+    formatDuration(elapsedSecs(job, now)),
+    job.worker_id ?? '-',
+    summary(job.error, errorWidth),
+  ];
+}
+
+export function statusLines(doc: StatusDocument, p: Palette, now = Date.now()): string[] {
+  const name = doc.name !== doc.id ? ` (${doc.name})` : '';
+  const run = doc.run_number === null ? 'never run' : `run ${doc.run_number}`;
+  return [
+    `workflow ${p.bold(doc.id)}${name}: ${paintState(p, doc.status)}, ${run}`,
+    '',
+    ...table(JOB_HEADER, doc.jobs.map((j) => jobRow(j, p, now)), p),
+  ];
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description("show a workflow's latest run: its status and a table of its jobs")
+    .argument('<workflow>', 'workflow id')
+    .option('--json', 'print the raw status document')
+    .addOption(serverOption())
+    .action(
+      action(async (workflow: string, opts: ServerOptions & { json?: boolean }) => {
+        const doc = await makeClient(opts).getStatus(workflow);
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+          return;
+        }
+        process.stdout.write(`${statusLines(doc, palette(process.stdout)).join('\n')}\n`);
+      }),
+    );
+}
