@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadServerConfig } from '../runtime/config.js';
 import { createLogger } from '../runtime/logger.js';
-import { startScheduler, startServer } from '../runtime/server.js';
 import { VERSION } from '../version.js';
 import { registerWorkerCommand } from '../worker/command.js';
 import { registerClientCommands } from './commands/index.js';
@@ -43,6 +42,8 @@ program
     try {
       const config = loadServerConfig();
       const log = createLogger(config.logLevel, 'weft-server');
+      // Loaded here so client commands do not pay for the server's modules at start-up.
+      const { startServer } = await import('../runtime/server.js');
       const server = await startServer(config, log);
       onShutdown(() => server.close(), log);
     } catch (err) {
@@ -57,6 +58,7 @@ program
     try {
       const config = loadServerConfig();
       const log = createLogger(config.logLevel, 'weft-scheduler');
+      const { startScheduler } = await import('../runtime/server.js');
       const scheduler = await startScheduler(config, log);
       onShutdown(() => scheduler.close(), log);
     } catch (err) {

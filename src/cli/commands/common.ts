@@ -170,7 +170,6 @@ export function paintState(p: Palette, state: JobState | WorkflowState): string 
 
 // --------------------------------------------------------------------------------------- text
 
-// eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;]*m/g;
 const visible = (s: string) => s.replace(ANSI, '').length;
 
@@ -232,5 +231,5 @@ export function fit(s: string, width: number): string {
       shown += take.length;
     }
   }
-  return `${out}\x1b[0m…`.replace(/\x1b\[0m…$/, s.includes('\x1b[') ? '\x1b[0m…' : '…');
+  return `${out}${s.includes('\x1b[') ? '\x1b[0m' : ''}…`;
 }

@@ -1,4 +1,17 @@
 import type { Command } from 'commander';
+import { registerApply } from './apply.js';
+import { registerLogs } from './logs.js';
+import { registerRun } from './run.js';
+import { registerStatus } from './status.js';
+import { registerValidate } from './validate.js';
+import { registerWorkers } from './workers.js';
 
-/** Client-side commands (run, status, logs, workers, validate, apply). */
-export function registerClientCommands(_program: Command): void {}
+/** Client-side commands (run, status, logs, workers, validate, apply): one module each. */
+export function registerClientCommands(program: Command): void {
+  registerRun(program);
+  registerStatus(program);
+  registerLogs(program);
+  registerWorkers(program);
+  registerValidate(program);
+  registerApply(program);
+}

@@ -1,0 +1,247 @@
+/**
+ * `weft run <workflow> [--follow]`: starts a run. With --follow, shows the jobs' states as they change
+ * (a table redrawn in place on a terminal, one line per change otherwise), streams the output of every
+ * job that runs, and exits 0 when the run succeeds, 1 when it fails or is cancelled.
+ */
+import type { Command } from 'commander';
+import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/client.js';
+import type { JobView, StatusDocument } from '../../engine/views.js';
+import {
+  action,
+  CliError,
+  fit,
+  formatDuration,
+  lines,
+  makeClient,
+  networkFailure,
+  paintState,
+  palette,
+  serverOption,
+  summary,
+  type Palette,
+  type ServerOptions,
+} from './common.js';
+import { followJobLogs, sleep } from './follow-logs.js';
+import { elapsedSecs, formatAttempt, statusLines } from './status.js';
+
+const POLL_MS = 500;
+/** How long the server may stay unreachable while following before giving up. */
+const OUTAGE_LIMIT_MS = 30_000;
+/** After the run ends, how long to wait for the last log lines before leaving. */
+const DRAIN_MS = 5_000;
+
+const TERMINAL_RUN = new Set(['success', 'failed', 'cancelled']);
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description('start a run of a workflow and print its number')
+    .argument('<workflow>', 'workflow id')
+    .option('-f, --follow', 'show job states and logs until the run ends; exit 1 unless it succeeds')
+    .addOption(serverOption())
+    .action(
+      action(async (workflow: string, opts: ServerOptions & { follow?: boolean }) => {
+        const client = makeClient(opts);
+        const doc = await client.runWorkflow(workflow);
+        const run = doc.run_number;
+        if (run === null) throw new CliError(`the server started no run of ${workflow}`);
+        process.stdout.write(`started run ${run} of ${workflow}\n`);
+        if (opts.follow) process.exitCode = await followRun(client, workflow, run, doc);
+      }),
+    );
+}
+
+// ------------------------------------------------------------------------------------- display
+
+interface Display {
+  /** A new status document (also called on every poll, so a live view can tick). */
+  update(doc: StatusDocument): void;
+  /** Log text of a job; stderr text goes to stderr. */
+  log(jobId: string, data: string, stream?: string): void;
+  note(text: string): void;
+  finish(doc: StatusDocument): void;
+}
+
+function jobWidth(doc: StatusDocument): number {
+  return Math.max(1, ...doc.jobs.map((j) => j.id.length));
+}
+
+function logLines(jobId: string, data: string, width: number, p: Palette): string {
+  const prefix = p.cyan(jobId.padEnd(width));
+  return lines(data)
+    .map((l) => `${prefix} | ${l}\n`)
+    .join('');
+}
+
+function runSummary(doc: StatusDocument, p: Palette): string {
+  const created = doc.run ? Date.parse(doc.run.created_at) : NaN;
+  const finished = doc.run?.finished_at ? Date.parse(doc.run.finished_at) : NaN;
+  const took = Number.isFinite(created) && Number.isFinite(finished) ? ` in ${formatDuration((finished - created) / 1000)}` : '';
+  return `run ${doc.run_number} of ${doc.id}: ${paintState(p, doc.status)}${took}\n`;
+}
+
+/** Not a terminal: one line per job state change, log lines as they come. */
+class LineDisplay implements Display {
+  private readonly seen = new Map<string, string>();
+  private width = 1;
+  constructor(private readonly p: Palette) {}
+
+  update(doc: StatusDocument): void {
+    this.width = jobWidth(doc);
+    const now = Date.now();
+    for (const job of doc.jobs) {
+      const key = `${job.status}/${job.attempt}`;
+      if (this.seen.get(job.id) === key) continue;
+      this.seen.set(job.id, key);
+      process.stdout.write(`${this.stateLine(job, now)}\n`);
+    }
+  }
+
+  private stateLine(job: JobView, now: number): string {
+    // Never on a terminal, so never coloured: plain padding lines the columns up.
+    const parts = [job.id.padEnd(this.width), job.status.padEnd(9)];
+    if (job.status !== 'pending' && job.status !== 'skipped') parts.push(`attempt ${formatAttempt(job)}`);
+    const secs = elapsedSecs(job, now);
+    if (secs !== null) parts.push(formatDuration(secs));
+    if (job.status === 'running' && job.worker_id) parts.push(`worker ${job.worker_id}`);
+    // The error of a failed job, or of the attempt a queued retry follows.
+    if (job.error && (job.status === 'failed' || job.status === 'queued')) parts.push(summary(job.error, 120));
+    return parts.join('  ').trimEnd();
+  }
+
+  log(jobId: string, data: string, stream?: string): void {
+    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, this.width, this.p));
+  }
+
+  note(text: string): void {
+    process.stderr.write(`weft: ${text}\n`);
+  }
+
+  finish(doc: StatusDocument): void {
+    this.update(doc);
+    process.stdout.write(runSummary(doc, this.p));
+  }
+}
+
+/** A terminal: the status table stays at the bottom, redrawn in place; log lines scroll above it. */
+class TtyDisplay implements Display {
+  private height = 0;
+  private doc: StatusDocument | null = null;
+  constructor(private readonly p: Palette) {}
+
+  private erase(): void {
+    // Back to the first line of the table, then clear to the end of the screen.
+    if (this.height > 0) process.stdout.write(`\x1b[${this.height}A\r\x1b[J`);
+    this.height = 0;
+  }
+
+  private draw(): void {
+    if (!this.doc) return;
+    const cols = Math.max(20, (process.stdout.columns || 80) - 1);
+    // Lines cut to the width, so none wraps and the height stays exact; rows cut to the screen, since
+    // the cursor cannot move back above it.
+    let rows = ['', ...statusLines(this.doc, this.p)].map((l) => fit(l, cols));
+    const maxRows = Math.max(4, (process.stdout.rows || 24) - 2);
+    if (rows.length > maxRows) rows = [...rows.slice(0, maxRows - 1), this.p.dim(`… ${rows.length - maxRows + 1} more jobs`)];
+    process.stdout.write(`${rows.join('\n')}\n`);
+    this.height = rows.length;
+  }
+
+  update(doc: StatusDocument): void {
+    this.doc = doc;
+    this.erase();
+    this.draw();
+  }
+
+  log(jobId: string, data: string, stream?: string): void {
+    this.erase();
+    const width = this.doc ? jobWidth(this.doc) : 1;
+    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, width, this.p));
+    this.draw();
+  }
+
+  note(text: string): void {
+    this.erase();
+    process.stderr.write(`weft: ${text}\n`);
+    this.draw();
+  }
+
+  finish(doc: StatusDocument): void {
+    this.update(doc);
+    process.stdout.write(runSummary(doc, this.p));
+  }
+}
+
+// ------------------------------------------------------------------------------------- follow
+
+/** Follows run `run` of `workflowId` to its end; resolves with the exit code. */
+async function followRun(client: WorkflowClient, workflowId: string, run: number, first: StatusDocument): Promise<number> {
+  const p = palette(process.stdout);
+  const display: Display = process.stdout.isTTY ? new TtyDisplay(p) : new LineDisplay(p);
+  const streams = new Map<string, Promise<void>>();
+  const abort = new AbortController();
+
+  // One log stream per job, opened once the job has started (or is seen to have run between polls:
+  // the stream replays what it logged, then ends).
+  const openStreams = (doc: StatusDocument) => {
+    for (const job of doc.jobs) {
+      if (streams.has(job.id) || (job.status !== 'running' && job.started_at_ms === null)) continue;
+      const handlers = {
+        onChunk: (c: LogChunkView) => {
+          if (c.run_number === run) display.log(job.id, c.data, c.stream);
+        },
+        onAttempt: (n: number) => display.log(job.id, `--- attempt ${n} ---`),
+        onReconnecting: (reason: string) => display.note(`lost the log stream of ${job.id} (${reason}); reconnecting`),
+      };
+      const task = followJobLogs(client, workflowId, job.id, handlers, { signal: abort.signal, giveUpAfterMs: OUTAGE_LIMIT_MS }).then(
+        () => undefined,
+        (err: unknown) => {
+          const why =
+            err instanceof WorkflowApiError ? `${err.status} ${err.statusText}: ${err.serverMessage}` : (networkFailure(err) ?? String(err));
+          display.note(`no more logs of ${job.id}: ${why}`);
+        },
+      );
+      streams.set(job.id, task);
+    }
+  };
+
+  let doc = first;
+  try {
+    let outageSince: number | null = null;
+    for (;;) {
+      if (doc.run_number !== run) {
+        throw new CliError(`run ${run} of ${workflowId} is no longer the latest (run ${doc.run_number} started); see \`weft status ${workflowId}\``);
+      }
+      display.update(doc);
+      openStreams(doc);
+      if (TERMINAL_RUN.has(doc.status)) break;
+      await sleep(POLL_MS);
+      try {
+        doc = await client.getStatus(workflowId);
+        outageSince = null;
+      } catch (err) {
+        const reason = networkFailure(err);
+        if (reason === null) throw err;
+        if (outageSince === null) {
+          outageSince = Date.now();
+          display.note(`cannot reach the server (${reason}); retrying`);
+        } else if (Date.now() - outageSince > OUTAGE_LIMIT_MS) {
+          throw err;
+        }
+      }
+    }
+  } catch (err) {
+    // Open log streams would keep the process alive.
+    abort.abort();
+    throw err;
+  }
+
+  // Every job is terminal, so every stream is about to get its `end`; give them a moment to deliver
+  // the last lines, then stop whatever is left.
+  const drained = Promise.all(streams.values());
+  const timer = setTimeout(() => abort.abort(), DRAIN_MS);
+  await drained;
+  clearTimeout(timer);
+  display.finish(doc);
+  return doc.status === 'success' ? 0 : 1;
+}

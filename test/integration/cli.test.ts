@@ -1,0 +1,368 @@
+/**
+ * The client commands of `bin/weft` (validate, apply, run, status, logs, workers) as real processes
+ * against a spawned server. The test itself plays the worker over HTTP (claim, logs, complete, fail).
+ * Needs `npm run build` first (bin/weft runs dist/).
+ */
+import { after, before, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { client, until } from '../helpers/http.js';
+import { spawnServer, spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
+
+let dir: string;
+let server: SpawnedProcess & { url: string };
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  dir = tempDir('weft-cli-');
+  const workflowsDir = path.join(dir, 'workflows');
+  fs.mkdirSync(workflowsDir);
+  server = await spawnServer({
+    HOST: '127.0.0.1',
+    DATABASE_URL: `sqlite:${path.join(dir, 'weft.db')}`,
+    WORKFLOWS_DIR: workflowsDir,
+    API_ONLY: undefined,
+    REAP_INTERVAL_SECS: undefined,
+    CORS_ORIGINS: undefined,
+  });
+  api = client(server.url);
+});
+
+after(async () => {
+  server?.kill('SIGKILL');
+  await server?.exited;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// ------------------------------------------------------------------------------------------ helpers
+
+interface Finished {
+  code: number | string;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr interleaved as they arrived. */
+  output: string;
+}
+
+/** Starts `weft <args>` against the shared server (or `env`), collecting stdout and stderr apart. */
+function start(t: TestContext, args: string[], env: Record<string, string | undefined> = {}) {
+  const p = spawnWeft(args, { SERVER_URL: server.url, ...env }, dir);
+  let stdout = '';
+  let stderr = '';
+  p.proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  p.proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  t.after(async () => {
+    p.kill('SIGKILL');
+    await p.exited;
+  });
+  const finished = (async (): Promise<Finished> => {
+    const code = await withDeadline(p.exited, 20_000, `weft ${args.join(' ')} to exit; output:\n${p.output()}`);
+    return { code, stdout, stderr, output: p.output() };
+  })();
+  return Object.assign(p, { finished });
+}
+
+/** Runs `weft <args>` to completion. */
+function weft(t: TestContext, args: string[], env: Record<string, string | undefined> = {}): Promise<Finished> {
+  return start(t, args, env).finished;
+}
+
+function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+    }),
+  ]);
+}
+
+/** Writes `name` into a fresh directory of the test and returns its path. */
+function file(t: TestContext, name: string, text: string): string {
+  const d = tempDir('weft-cli-files-');
+  t.after(() => fs.rmSync(d, { recursive: true, force: true }));
+  const p = path.join(d, name);
+  fs.writeFileSync(p, text);
+  return p;
+}
+
+let counter = 0;
+/** A unique workflow id per test, so tests share the server without sharing state. */
+const uniqueId = (stem: string) => `${stem}-${++counter}`;
+
+const TWO_JOBS = `name: Two jobs
+jobs:
+  a:
+    run: echo a
+  b:
+    needs: a
+    run: echo b
+`;
+
+/**
+ * Creates a workflow for one test. Tests share the server and a claim takes the oldest job that fits,
+ * so each test cancels its runs when it ends: nothing it leaves behind can be claimed by the next.
+ */
+async function createWorkflow(t: TestContext, id: string, jobs: Record<string, unknown>): Promise<void> {
+  await api.createWorkflow({ id, jobs });
+  t.after(async () => {
+    await api.post(`/api/workflows/${id}/cancel`);
+  });
+}
+
+/** Claims the next job (waiting for one to become claimable) and checks it is `jobId` of `wf`. */
+async function claim(wf: string, jobId: string, worker = 'cli-test-worker') {
+  const c = await until(() => api.claim(worker, [], 30), `a claimable job (${wf}/${jobId})`);
+  assert.equal(c.job.workflow_id, wf);
+  assert.equal(c.job.job_id, jobId);
+  return c.lease.lease_id as string;
+}
+
+async function pushLog(lease: string, sequence: number, data: string, stream: 'stdout' | 'stderr' = 'stdout') {
+  const r = await api.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence, data, stream }] });
+  assert.equal(r.status, 200, r.text);
+}
+
+async function complete(lease: string) {
+  const r = await api.post(`/api/jobs/${lease}/complete`, { outputs: {} });
+  assert.equal(r.status, 200, r.text);
+}
+
+// ------------------------------------------------------------------------------------------ validate
+
+test('validate: a good file exits 0 and names its job count', async (t) => {
+  const good = file(t, 'pipeline.yml', TWO_JOBS);
+  const json = file(t, 'single.json', JSON.stringify({ jobs: { only: { run: 'true' } } }));
+  const r = await weft(t, ['validate', good, json], { SERVER_URL: 'http://127.0.0.1:9' });
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, new RegExp(`^ok ${escape(good)} \\(2 jobs\\)$`, 'm'));
+  assert.match(r.stdout, new RegExp(`^ok ${escape(json)} \\(1 jobs\\)$`, 'm'));
+});
+
+test('validate: broken files exit 1 naming file, job and field; a missing file is an error', async (t) => {
+  const unknownNeeds = file(t, 'unknown.yml', 'jobs:\n  a:\n    run: x\n    needs: [ghost]\n');
+  const cycle = file(t, 'cycle.yaml', 'jobs:\n  a:\n    run: x\n    needs: b\n  b:\n    run: y\n    needs: a\n');
+  const typo = file(t, 'typo.yml', 'jobs:\n  a:\n    run: x\n  b:\n    run: y\n    need: a\n');
+  const good = file(t, 'fine.yml', TWO_JOBS);
+  const missing = path.join(dir, 'does-not-exist.yml');
+  const r = await weft(t, ['validate', unknownNeeds, cycle, typo, good, missing]);
+  assert.equal(r.code, 1, r.output);
+  assert.match(r.output, new RegExp(`${escape(unknownNeeds)}: job 'a', field 'needs': .*ghost`));
+  assert.match(r.output, new RegExp(`${escape(cycle)}: job '[ab]', field 'needs': .*cycle`));
+  assert.match(r.output, new RegExp(`${escape(typo)}: job 'b', field 'need': .*needs`));
+  assert.match(r.output, new RegExp(`ok ${escape(good)} \\(2 jobs\\)`));
+  assert.match(r.output, new RegExp(`${escape(missing)}: .*no such file`));
+
+  const onlyMissing = await weft(t, ['validate', missing]);
+  assert.equal(onlyMissing.code, 1);
+  assert.match(onlyMissing.output, /does-not-exist\.yml/);
+});
+
+// ------------------------------------------------------------------------------------------ apply, status
+
+test('apply: created, then updated in place, then status shows it; an invalid file sends nothing', async (t) => {
+  const id = uniqueId('applied');
+  const f = file(t, `${id}.yml`, TWO_JOBS);
+  const first = await weft(t, ['apply', f]);
+  assert.equal(first.code, 0, first.output);
+  assert.equal(first.stdout.trim(), `created ${id}`);
+
+  fs.writeFileSync(f, `${TWO_JOBS}  c:\n    needs: [a, b]\n    run: echo c\n`);
+  const second = await weft(t, ['apply', f]);
+  assert.equal(second.code, 0, second.output);
+  assert.equal(second.stdout.trim(), `updated ${id}`);
+
+  const status = await weft(t, ['status', id]);
+  assert.equal(status.code, 0, status.output);
+  assert.match(status.stdout, new RegExp(`workflow ${id} \\(Two jobs\\): idle, never run`));
+  assert.match(status.stdout, /^JOB\s+STATUS\s+ATTEMPT\s+DURATION\s+WORKER\s+ERROR$/m);
+  for (const job of ['a', 'b', 'c']) assert.match(status.stdout, new RegExp(`^${job}\\s+pending\\b`, 'm'));
+
+  const badId = uniqueId('never');
+  const bad = file(t, `${badId}.yml`, 'jobs:\n  a:\n    run: x\n    needs: nope\n');
+  const refused = await weft(t, ['apply', bad]);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /job 'a', field 'needs'/);
+  assert.equal((await api.get(`/api/workflows/${badId}/status`)).status, 404);
+});
+
+// ------------------------------------------------------------------------------------------ run
+
+test('run prints the run number; a second run while active is a 409', async (t) => {
+  const id = uniqueId('runner');
+  await createWorkflow(t, id, { only: { run: 'true' } });
+  const r = await weft(t, ['run', id]);
+  assert.equal(r.code, 0, r.output);
+  assert.equal(r.stdout.trim(), `started run 1 of ${id}`);
+  assert.equal((await api.status(id)).run_number, 1);
+
+  const again = await weft(t, ['run', id]);
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /^weft: 409 Conflict: /);
+});
+
+test('run --follow streams logs and job states and exits 0 when every job succeeds', async (t) => {
+  const id = uniqueId('follow-ok');
+  await createWorkflow(t, id, { a: { run: 'echo a' }, b: { run: 'echo b', needs: ['a'] } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+
+  const leaseA = await claim(id, 'a');
+  await pushLog(leaseA, 0, 'hello from a\n');
+  // Shown while the job is still running: the log is streamed live, not fetched at the end.
+  await p.waitFor(/^a \| hello from a$/m);
+  await pushLog(leaseA, 1, 'a to stderr\n', 'stderr');
+  await p.waitFor(/^a \| a to stderr$/m);
+  await complete(leaseA);
+
+  const leaseB = await claim(id, 'b');
+  await pushLog(leaseB, 0, 'b says hi\n');
+  await complete(leaseB);
+
+  const r = await p.finished;
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, /^b \| b says hi$/m);
+  assert.match(r.stderr, /^a \| a to stderr$/m, 'stderr chunks go to stderr');
+  assert.match(r.stdout, /^a\s+running\s+attempt 0\b/m);
+  assert.match(r.stdout, /^b\s+success\s+attempt 0\b/m);
+  assert.match(r.stdout, new RegExp(`^run 1 of ${id}: success`, 'm'));
+  assert.doesNotMatch(r.stdout, /\x1b\[/, 'no ANSI codes when stdout is not a terminal');
+});
+
+test('run --follow exits 1 when a job fails for good', async (t) => {
+  const id = uniqueId('follow-fail');
+  await createWorkflow(t, id, { a: { run: 'false' }, b: { run: 'echo b', needs: 'a' } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'about to fail\n');
+  const r1 = await api.post(`/api/jobs/${lease}/fail`, { error: 'exit code 1: boom', retryable: false });
+  assert.equal(r1.status, 200, r1.text);
+
+  const r = await p.finished;
+  assert.equal(r.code, 1, r.output);
+  assert.match(r.stdout, /^a \| about to fail$/m);
+  assert.match(r.stdout, /^a\s+failed\s+attempt 0\s.*exit code 1: boom/m);
+  assert.match(r.stdout, /^b\s+skipped/m);
+  assert.match(r.stdout, new RegExp(`^run 1 of ${id}: failed`, 'm'));
+});
+
+// ------------------------------------------------------------------------------------------ status, logs
+
+test('status: a table of the latest run, and --json prints the status document', async (t) => {
+  const id = uniqueId('status');
+  await createWorkflow(t, id, { a: { run: 'x' }, b: { run: 'y', needs: 'a', retries: 2 } });
+  await api.run(id);
+  const lease = await claim(id, 'a', 'status-worker');
+  await complete(lease);
+  const leaseB = await claim(id, 'b', 'status-worker');
+  await api.post(`/api/jobs/${leaseB}/fail`, { error: 'flaky network\nmore detail', retryable: true });
+
+  const r = await weft(t, ['status', id]);
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, new RegExp(`^workflow ${id}: running, run 1$`, 'm'));
+  assert.match(r.stdout, /^a\s+success\s+0\s+\d+\.\ds\s+status-worker\s*$/m);
+  assert.match(r.stdout, /^b\s+queued\s+1\/2\s.*\sflaky network$/m);
+
+  const j = await weft(t, ['status', id, '--json']);
+  assert.equal(j.code, 0, j.output);
+  const doc = JSON.parse(j.stdout);
+  assert.equal(doc.id, id);
+  assert.equal(doc.run_number, 1);
+  assert.deepEqual(
+    doc.jobs.map((x: any) => [x.id, x.status, x.attempt]),
+    [
+      ['a', 'success', 0],
+      ['b', 'queued', 1],
+    ],
+  );
+});
+
+test('logs: history (stderr chunks to stderr), --run and --attempt; --follow ends when the job ends', async (t) => {
+  const id = uniqueId('logs');
+  await createWorkflow(t, id, { a: { run: 'x', retries: 1 } });
+  await api.run(id);
+  const first = await claim(id, 'a');
+  await pushLog(first, 0, 'attempt zero\n');
+  await api.post(`/api/jobs/${first}/fail`, { error: 'try again', retryable: true });
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'line one\n');
+  await pushLog(lease, 1, 'warning two\n', 'stderr');
+
+  const hist = await weft(t, ['logs', id, 'a']);
+  assert.equal(hist.code, 0, hist.output);
+  assert.equal(hist.stdout, 'line one\n');
+  assert.equal(hist.stderr, 'warning two\n');
+  const older = await weft(t, ['logs', id, 'a', '--run', '1', '--attempt', '0']);
+  assert.equal(older.stdout, 'attempt zero\n');
+
+  const f = start(t, ['logs', id, 'a', '--follow']);
+  await f.waitFor(/warning two/);
+  await pushLog(lease, 2, 'line three\n');
+  await f.waitFor(/line three/);
+  assert.equal(f.proc.exitCode, null, 'still following while the job runs');
+  await complete(lease);
+  const r = await f.finished;
+  assert.equal(r.code, 0, r.output);
+  assert.equal(r.stdout, 'line one\nline three\n');
+  assert.match(r.stderr, /warning two/);
+});
+
+// ------------------------------------------------------------------------------------------ workers
+
+test('workers: a table of id, labels, status, current job and last seen; --json', async (t) => {
+  const id = uniqueId('workers');
+  await createWorkflow(t, id, { a: { run: 'x', labels: ['gpu'] } });
+  const reg = await api.post('/api/workers/register', { worker_id: 'cli-gpu-box', labels: ['gpu', 'linux'] });
+  assert.equal(reg.status, 200, reg.text);
+  await api.run(id);
+  const c = await until(() => api.claim('cli-gpu-box', ['gpu', 'linux'], 30), 'the gpu job');
+  assert.equal(c.job.workflow_id, id);
+
+  const r = await weft(t, ['workers']);
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, /^ID\s+LABELS\s+STATUS\s+CURRENT JOB\s+LAST SEEN$/m);
+  assert.match(r.stdout, new RegExp(`^cli-gpu-box\\s+gpu,linux\\s+busy\\s+${id}/a \\(run 1\\)\\s+\\d+s ago$`, 'm'));
+
+  const j = await weft(t, ['workers', '--json']);
+  const list = JSON.parse(j.stdout) as any[];
+  assert.ok(list.some((w) => w.worker_id === 'cli-gpu-box' && w.status === 'busy'));
+  await complete(c.lease.lease_id);
+});
+
+// ------------------------------------------------------------------------------------------ errors
+
+test('an unknown workflow or job exits 1 with the 404 and the server message', async (t) => {
+  for (const args of [['status', 'no-such-wf'], ['run', 'no-such-wf'], ['logs', 'no-such-wf', 'a']]) {
+    const r = await weft(t, args);
+    assert.equal(r.code, 1, r.output);
+    assert.match(r.stderr, /^weft: 404 Not Found: .*no-such-wf/m);
+    assert.equal(r.stdout, '');
+  }
+});
+
+test('an unreachable server exits 1 with "cannot reach"', async (t) => {
+  const port = await closedPort();
+  const url = `http://127.0.0.1:${port}`;
+  const viaFlag = await weft(t, ['status', 'x', '--server', url], { SERVER_URL: 'http://127.0.0.1:9' });
+  assert.equal(viaFlag.code, 1);
+  assert.match(viaFlag.stderr, new RegExp(`^weft: cannot reach the server at ${escape(url)}: .*ECONNREFUSED`, 'm'));
+  const viaEnv = await weft(t, ['workers'], { SERVER_URL: url });
+  assert.equal(viaEnv.code, 1);
+  assert.match(viaEnv.stderr, new RegExp(`cannot reach the server at ${escape(url)}`));
+});
+
+/** A port nothing listens on: bound once by us to find it, then released. */
+async function closedPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
