@@ -1,4 +1,184 @@
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
+import { ConfigError } from '../runtime/config.js';
+import { createLogger } from '../runtime/logger.js';
+import { createShellHandler } from './shell.js';
+import { Worker } from './worker.js';
+
+/** Settings of `weft worker`, from the environment (CONTRACT.md "The standalone worker"). */
+export interface WorkerConfig {
+  serverUrl: string;
+  labels: string[];
+  workerId: string;
+  leaseTtlSecs: number;
+  heartbeatSecs: number;
+  pollSecs: number;
+  concurrency: number;
+  cancelPollSecs: number;
+  killGraceSecs: number;
+  logLevel: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+function num(env: Env, name: string, def: number, opts: { min: number; max: number; integer?: boolean; exclusiveMin?: boolean }): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  const ok =
+    Number.isFinite(n) &&
+    (!opts.integer || Number.isInteger(n)) &&
+    (opts.exclusiveMin ? n > opts.min : n >= opts.min) &&
+    n <= opts.max;
+  if (!ok) {
+    const kind = opts.integer ? 'an integer' : 'a number';
+    const low = opts.exclusiveMin ? `above ${opts.min}` : `from ${opts.min}`;
+    throw new ConfigError(`${name}="${raw}" is not valid: expected ${kind} ${low} up to ${opts.max}`);
+  }
+  return n;
+}
+
+/** Reads and checks every setting; a bad value throws a ConfigError naming the variable. */
+export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
+  const serverUrl = (env.SERVER_URL?.trim() || 'http://localhost:3000').replace(/\/+$/, '');
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(serverUrl);
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new ConfigError(`SERVER_URL="${env.SERVER_URL}" is not valid: expected an http:// or https:// URL such as http://localhost:3000`);
+  }
+
+  const labels = [
+    ...new Set(
+      (env.WORKER_LABELS ?? '')
+        .split(',')
+        .map((l) => l.trim())
+        .filter((l) => l !== ''),
+    ),
+  ];
+  if (labels.length > 256) throw new ConfigError(`WORKER_LABELS is not valid: at most 256 labels, got ${labels.length}`);
+  const longLabel = labels.find((l) => l.length > 256);
+  if (longLabel) throw new ConfigError(`WORKER_LABELS is not valid: label "${longLabel.slice(0, 40)}…" is longer than 256 characters`);
+
+  const rawId = env.WORKER_ID;
+  let workerId: string;
+  if (rawId === undefined || rawId.trim() === '') {
+    workerId = `${os.hostname()}-${randomBytes(3).toString('hex')}`;
+  } else {
+    workerId = rawId.trim();
+    if (workerId.length > 256) throw new ConfigError(`WORKER_ID is not valid: at most 256 characters, got ${workerId.length}`);
+  }
+
+  const leaseTtlSecs = num(env, 'LEASE_TTL_SECS', 30, { min: 1, max: 86_400, integer: true });
+  const heartbeatSecs = num(env, 'HEARTBEAT_SECS', leaseTtlSecs / 3, { min: 0, max: 86_400, exclusiveMin: true });
+  if (heartbeatSecs >= leaseTtlSecs) {
+    throw new ConfigError(
+      `HEARTBEAT_SECS="${env.HEARTBEAT_SECS}" is not valid: it must be shorter than LEASE_TTL_SECS (${leaseTtlSecs}); under half is recommended`,
+    );
+  }
+  const pollSecs = num(env, 'POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
+  const concurrency = num(env, 'CONCURRENCY', 1, { min: 1, max: 1024, integer: true });
+  const cancelPollSecs = num(env, 'CANCEL_POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
+  const killGraceSecs = num(env, 'KILL_GRACE_SECS', 5, { min: 0, max: 3600 });
+
+  const logLevel = (env.LOG_LEVEL?.trim() || 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not valid: use one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel };
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
 
 /** `weft worker`. */
-export function registerWorkerCommand(_program: Command): void {}
+export function registerWorkerCommand(program: Command): void {
+  program
+    .command('worker')
+    .description(
+      'run jobs with `sh -c` (env: SERVER_URL, WORKER_LABELS, WORKER_ID, LEASE_TTL_SECS, HEARTBEAT_SECS, POLL_SECS, CONCURRENCY, LOG_LEVEL)',
+    )
+    .action(async () => {
+      let config: WorkerConfig;
+      try {
+        config = loadWorkerConfig();
+      } catch (err) {
+        process.stderr.write(`weft: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exit(err instanceof ConfigError ? 2 : 1);
+      }
+      const log = createLogger(config.logLevel, 'weft-worker');
+      const worker = new Worker({
+        serverUrl: config.serverUrl,
+        workerId: config.workerId,
+        labels: config.labels,
+        leaseTtlSecs: config.leaseTtlSecs,
+        heartbeatSecs: config.heartbeatSecs,
+        pollSecs: config.pollSecs,
+        concurrency: config.concurrency,
+        cancelPollSecs: config.cancelPollSecs,
+        // After the last SIGKILL a handler settles within the 2 s it waits for the pipes to close.
+        abortGraceMs: config.killGraceSecs * 1000 + 3000,
+        logger: log,
+        handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000 }),
+      });
+
+      // A stray rejection must not take down a worker holding leases.
+      process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+
+      let signals = 0;
+      const onSignal = (signal: NodeJS.Signals) => {
+        signals++;
+        if (signals === 1) {
+          log.info({ running: worker.stats.running }, `${signal} received: no new jobs; waiting for running jobs to finish (send again to abort them)`);
+          worker.stop().then(
+            () => {
+              // A second signal arrived meanwhile: its abort path decides the exit code.
+              if (signals > 1) return;
+              log.info('worker stopped');
+              process.exit(0);
+            },
+            (err: unknown) => {
+              log.error({ err }, 'stop failed');
+              process.exit(1);
+            },
+          );
+        } else if (signals === 2) {
+          log.warn({ running: worker.stats.running }, `${signal} received again: aborting running jobs`);
+          const code = 128 + (SIGNAL_NUMBERS[signal] ?? 15);
+          worker.stop({ abort: true }).then(
+            () => process.exit(code),
+            () => process.exit(code),
+          );
+        } else {
+          process.exit(128 + (SIGNAL_NUMBERS[signal] ?? 15));
+        }
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+
+      log.info(
+        {
+          worker_id: worker.workerId,
+          labels: config.labels,
+          server: config.serverUrl,
+          concurrency: config.concurrency,
+          lease_ttl_secs: config.leaseTtlSecs,
+          heartbeat_secs: config.heartbeatSecs,
+          poll_secs: config.pollSecs,
+        },
+        `weft worker ${worker.workerId} started: labels [${config.labels.join(', ')}], server ${config.serverUrl}, concurrency ${config.concurrency}`,
+      );
+      try {
+        await worker.start();
+      } catch (err) {
+        log.error({ err: err instanceof Error ? err.message : String(err) }, 'the server refused to register this worker');
+        process.exit(1);
+      }
+    });
+}

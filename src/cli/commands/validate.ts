@@ -101,7 +101,8 @@ export function registerValidate(program: Command): void {
         let bad = 0;
         for (const r of results) {
           if (r.definition) {
-            process.stdout.write(`ok ${r.file} (${r.definition.jobs.length} jobs)\n`);
+            const n = r.definition.jobs.length;
+            process.stdout.write(`ok ${r.file} (${n} ${n === 1 ? "job" : "jobs"})\n`);
           } else {
             bad++;
             for (const line of r.problems) process.stdout.write(`${line}\n`);
