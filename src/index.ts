@@ -4,6 +4,8 @@
  */
 export { WorkflowClient, WorkflowApiError } from './client/index.js';
 export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions } from './client/index.js';
+export { Worker, PermanentError, JobAbortedError, createShellHandler, shellHandler } from './worker/index.js';
+export type { WorkerOptions, JobHandler, JobContext, HandlerOutputs } from './worker/index.js';
 export { Engine } from './engine/engine.js';
 export type { ClaimResult, ClaimedJob, LeaseView, IncomingLogChunk } from './engine/engine.js';
 export type { StatusDocument, JobView, WorkerView, WorkflowSummary, LogChunkView } from './engine/views.js';

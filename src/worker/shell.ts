@@ -1,0 +1,230 @@
+/**
+ * The standalone worker's job handler (CONTRACT.md "The standalone worker"): `sh -c command` in its
+ * own process group, the job's environment, stdout/stderr shipped line by line, `::set-output`
+ * lines, an exit-code error ending with the stderr tail, and the whole process group killed on abort.
+ */
+import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
+import type { ClaimedJob } from '../engine/engine.js';
+import type { Outputs } from '../domain/types.js';
+import { MAX_ERROR_CHARS, parseSetOutput, type JobContext, type JobHandler } from './worker.js';
+
+export interface ShellHandlerOptions {
+  /** The shell run as `<shell> -c <command>`; default `sh`. */
+  shell?: string;
+  /** Working directory of the command; default the worker's. */
+  cwd?: string;
+  /** The environment the job's variables are laid over; default `process.env`. */
+  baseEnv?: NodeJS.ProcessEnv;
+  /** Between SIGTERM and SIGKILL of the process group; default 5000 ms. */
+  killGraceMs?: number;
+  /** A line longer than this is shipped in pieces; default 32768 characters. */
+  maxLineChars?: number;
+}
+
+/** A command that did not exit 0. The message names the exit code (or signal) and ends with the stderr tail. */
+export class ShellCommandError extends Error {
+  override name = 'ShellCommandError';
+  constructor(
+    readonly exitCode: number | null,
+    readonly signal: NodeJS.Signals | null,
+    readonly stderrTail: string,
+  ) {
+    super(formatExitError(exitCode, signal, stderrTail));
+  }
+}
+
+/**
+ * `command exited with code N` (or `command was killed by signal S`), then `; stderr:` and the end of
+ * stderr, cut from the front so that the whole text is at most `max` characters.
+ */
+export function formatExitError(code: number | null, signal: string | null, stderrTail: string, max = MAX_ERROR_CHARS): string {
+  const head = code !== null ? `command exited with code ${code}` : `command was killed by signal ${signal ?? 'unknown'}`;
+  const tail = stderrTail.replace(/\s+$/, '');
+  if (tail === '') return head.slice(0, max);
+  const sep = '; stderr:\n';
+  const full = head + sep + tail;
+  if (full.length <= max) return full;
+  const cut = '…';
+  const room = max - head.length - sep.length - cut.length;
+  if (room <= 0) return head.slice(0, max);
+  let kept = tail.slice(tail.length - room);
+  if (/^[\uDC00-\uDFFF]/.test(kept)) kept = kept.slice(1);
+  return head + sep + cut + kept;
+}
+
+/** `UPSTREAM_<JOB>_<KEY>`: upper-cased, every character outside [A-Za-z0-9] becomes `_`. */
+export function upstreamEnvName(jobId: string, key: string): string {
+  const clean = (s: string) => s.replace(/[^A-Za-z0-9]/g, '_').toUpperCase();
+  return `UPSTREAM_${clean(jobId)}_${clean(key)}`;
+}
+
+/**
+ * The command's environment: `base` + the job's `env` (workflow env merged with job env) +
+ * `WEFT_WORKFLOW_ID`, `WEFT_JOB_ID`, `WEFT_RUN`, `WEFT_ATTEMPT`, `WEFT_UPSTREAM_OUTPUTS` (JSON) + one
+ * `UPSTREAM_<JOB>_<KEY>` per upstream output. Later entries win.
+ */
+export function jobEnvironment(job: ClaimedJob, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const upstream = job.upstream_outputs ?? {};
+  const env: NodeJS.ProcessEnv = { ...base, ...(job.env ?? {}) };
+  env.WEFT_WORKFLOW_ID = job.workflow_id;
+  env.WEFT_JOB_ID = job.job_id;
+  env.WEFT_RUN = String(job.run_number ?? '');
+  env.WEFT_ATTEMPT = String(job.attempt);
+  env.WEFT_UPSTREAM_OUTPUTS = JSON.stringify(upstream);
+  for (const upJob of Object.keys(upstream).sort()) {
+    const outputs = upstream[upJob] ?? {};
+    for (const key of Object.keys(outputs).sort()) env[upstreamEnvName(upJob, key)] = String(outputs[key]);
+  }
+  return env;
+}
+
+/** Splits a byte stream into lines (without the `\n`); over-long lines come out in pieces. */
+class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
+  private buffer = '';
+  constructor(
+    private readonly onLine: (line: string) => void,
+    private readonly maxChars: number,
+  ) {}
+
+  write(bytes: Buffer): void {
+    this.buffer += this.decoder.write(bytes);
+    let start = 0;
+    for (;;) {
+      const nl = this.buffer.indexOf('\n', start);
+      if (nl === -1) break;
+      this.emit(this.buffer.slice(start, nl));
+      start = nl + 1;
+    }
+    this.buffer = start === 0 ? this.buffer : this.buffer.slice(start);
+    while (this.buffer.length > this.maxChars) {
+      this.onLine(this.buffer.slice(0, this.maxChars));
+      this.buffer = this.buffer.slice(this.maxChars);
+    }
+  }
+
+  end(): void {
+    this.buffer += this.decoder.end();
+    if (this.buffer !== '') this.emit(this.buffer);
+    this.buffer = '';
+  }
+
+  private emit(line: string): void {
+    for (let i = 0; i < line.length; i += this.maxChars) this.onLine(line.slice(i, i + this.maxChars));
+    if (line.length === 0) this.onLine('');
+  }
+}
+
+const STDERR_TAIL_CHARS = 8192;
+
+/** True while any process of the group `pgid` is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function killGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+/**
+ * A handler running `job.command` with `sh -c`, as `weft worker` does. Resolves with the outputs set
+ * by `::set-output key=value` stdout lines; rejects with a {@link ShellCommandError} on a non-zero exit,
+ * or with `ctx.signal.reason` once aborted (after the process group has been killed).
+ *
+ * Processes the command left behind in its group after it exited are terminated too (TERM, then
+ * KILL after the grace period), as CI runners do; a process that called `setsid` escapes this.
+ */
+export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
+  const shell = opts.shell ?? 'sh';
+  const killGraceMs = opts.killGraceMs ?? 5000;
+  const maxLineChars = Math.max(1, opts.maxLineChars ?? 32 * 1024);
+
+  return (job: ClaimedJob, ctx: JobContext): Promise<Outputs> =>
+    new Promise<Outputs>((resolve, reject) => {
+      if (ctx.signal.aborted) return reject(ctx.signal.reason);
+      const outputs: Outputs = {};
+      let stderrTail = '';
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        ctx.signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+
+      const child = spawn(shell, ['-c', job.command], {
+        detached: true,
+        cwd: opts.cwd,
+        env: jobEnvironment(job, opts.baseEnv ?? process.env),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const pid = child.pid;
+
+      // Kills the group: TERM now, KILL after the grace period for whatever is still alive.
+      let killTimer: NodeJS.Timeout | null = null;
+      const terminate = () => {
+        if (pid === undefined || killTimer) return;
+        killGroup(pid, 'SIGTERM');
+        killTimer = setTimeout(() => {
+          if (groupAlive(pid)) killGroup(pid, 'SIGKILL');
+        }, killGraceMs);
+      };
+      const onAbort = () => {
+        ctx.logger.info({ pid, reason: (ctx.signal.reason as Error | undefined)?.message }, 'killing the process group');
+        terminate();
+      };
+      ctx.signal.addEventListener('abort', onAbort, { once: true });
+
+      const out = new LineSplitter((line) => {
+        const kv = parseSetOutput(line);
+        if (kv) outputs[kv[0]] = kv[1];
+        ctx.log(line, 'stdout');
+      }, maxLineChars);
+      const err = new LineSplitter((line) => ctx.log(line, 'stderr'), maxLineChars);
+      child.stdout!.on('data', (d: Buffer) => out.write(d));
+      child.stderr!.on('data', (d: Buffer) => {
+        err.write(d);
+        stderrTail = (stderrTail + d.toString('utf8')).slice(-STDERR_TAIL_CHARS);
+      });
+      const streamsClosed = Promise.all(
+        [child.stdout!, child.stderr!].map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())))),
+      );
+
+      child.once('error', (e) => {
+        // The shell itself could not be started (ENOENT, EACCES, …).
+        settle(() => reject(new Error(`could not start ${shell}: ${e.message}`)));
+      });
+
+      child.once('exit', (code, signal) => {
+        // Leftovers in the group (e.g. `sleep 100 &`) would hold our pipes open and outlive the job.
+        if (pid !== undefined && groupAlive(pid)) terminate();
+        let waitTimer: NodeJS.Timeout | undefined;
+        const waited = new Promise<void>((r) => {
+          waitTimer = setTimeout(r, 2000);
+        });
+        void Promise.race([streamsClosed, waited]).then(() => {
+          clearTimeout(waitTimer);
+          child.stdout!.destroy();
+          child.stderr!.destroy();
+          out.end();
+          err.end();
+          if (ctx.signal.aborted) return settle(() => reject(ctx.signal.reason));
+          if (code === 0) return settle(() => resolve(outputs));
+          settle(() => reject(new ShellCommandError(code, signal, stderrTail)));
+        });
+      });
+    });
+}
+
+/** The shell handler with default options. */
+export const shellHandler: JobHandler = createShellHandler();
