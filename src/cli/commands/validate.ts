@@ -102,7 +102,7 @@ export function registerValidate(program: Command): void {
         for (const r of results) {
           if (r.definition) {
             const n = r.definition.jobs.length;
-            process.stdout.write(`ok ${r.file} (${n} ${n === 1 ? "job" : "jobs"})\n`);
+            process.stdout.write(`ok ${r.file} (${n} ${n === 1 ? 'job' : 'jobs'})\n`);
           } else {
             bad++;
             for (const line of r.problems) process.stdout.write(`${line}\n`);
