@@ -138,7 +138,7 @@ test('validate: a good file exits 0 and names its job count', async (t) => {
   const r = await weft(t, ['validate', good, json], { SERVER_URL: 'http://127.0.0.1:9' });
   assert.equal(r.code, 0, r.output);
   assert.match(r.stdout, new RegExp(`^ok ${escape(good)} \\(2 jobs\\)$`, 'm'));
-  assert.match(r.stdout, new RegExp(`^ok ${escape(json)} \\(1 jobs\\)$`, 'm'));
+  assert.match(r.stdout, new RegExp(`^ok ${escape(json)} \\(1 job\\)$`, 'm'));
 });
 
 test('validate: broken files exit 1 naming file, job and field; a missing file is an error', async (t) => {
