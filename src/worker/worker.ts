@@ -14,6 +14,7 @@ import { pino, type Logger } from 'pino';
 import { WorkflowApiError, WorkflowClient } from '../client/client.js';
 import type { ClaimResult, ClaimedJob, IncomingLogChunk, LeaseView } from '../engine/engine.js';
 import type { LogStream, Outputs, UpstreamOutputs } from '../domain/types.js';
+import { sleep } from '../util/sleep.js';
 
 /** SPEC.md 4.2 rule 7: error text sent by workers is truncated to this many characters. */
 export const MAX_ERROR_CHARS = 4096;
@@ -217,19 +218,6 @@ function normalizeOutputs(value: unknown): Outputs {
 
 const now = () => performance.now();
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, Math.max(0, ms));
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 /** Capped exponential backoff with ±20 % jitter; `n` counts failures from 0. */
 function backoffMs(n: number, capMs: number, baseMs = 250): number {

@@ -54,6 +54,18 @@ export function client(base: string) {
       if (r.status !== 200) throw new Error(`status answered ${r.status}: ${r.text}`);
       return r.body;
     },
+    /** Waits until the latest run is over and returns its status document. */
+    async settled(id: string, timeoutMs = 15_000): Promise<any> {
+      return until(
+        async () => {
+          const s = await this.status(id);
+          return ['success', 'failed', 'cancelled'].includes(s.status) ? s : null;
+        },
+        `workflow ${id} to finish`,
+        timeoutMs,
+        50,
+      );
+    },
     async jobState(id: string, job: string): Promise<any> {
       const s = await this.status(id);
       return s.jobs.find((j: any) => j.id === job);

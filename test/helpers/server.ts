@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
@@ -131,6 +132,52 @@ export function spawnWeft(args: string[], env: Record<string, string | undefined
 /** Spawns `weft server` and waits for its listening line. */
 export async function spawnServer(env: Record<string, string | undefined>): Promise<SpawnedProcess & { url: string; port: number }> {
   const p = spawnWeft(['server'], { PORT: '0', ...env });
+  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
+  return Object.assign(p, { url: m[1]!, port: Number(m[2]) });
+}
+
+/** A temp dir with its own SQLite file and empty WORKFLOWS_DIR for spawned processes; removed after the test. */
+export interface Sandbox {
+  dir: string;
+  workflowsDir: string;
+  env: Record<string, string | undefined>;
+}
+
+export function sandbox(t: TestContext, prefix = 'weft-proc-'): Sandbox {
+  const dir = tempDir(prefix);
+  const workflowsDir = path.join(dir, 'workflows');
+  fs.mkdirSync(workflowsDir);
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return {
+    dir,
+    workflowsDir,
+    env: {
+      HOST: '127.0.0.1',
+      DATABASE_URL: `sqlite:${path.join(dir, 'weft.db')}`,
+      WORKFLOWS_DIR: workflowsDir,
+      // Nothing inherited from the environment running the tests may change the behaviour.
+      API_ONLY: undefined,
+      REAP_INTERVAL_SECS: undefined,
+      CORS_ORIGINS: undefined,
+    },
+  };
+}
+
+/** Makes sure the process is dead (SIGKILL) and reaped once the test ends, whatever happened. */
+export function track<P extends SpawnedProcess>(t: TestContext, p: P): P {
+  t.after(async () => {
+    p.kill('SIGKILL');
+    await p.exited;
+  });
+  return p;
+}
+
+/**
+ * `weft server` in the sandbox, tracked before the wait so it is killed even when its listening line
+ * never comes.
+ */
+export async function serverProcess(t: TestContext, sb: Sandbox, env: Record<string, string | undefined> = {}) {
+  const p = track(t, spawnWeft(['server'], { PORT: '0', ...sb.env, ...env }, sb.dir));
   const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
   return Object.assign(p, { url: m[1]!, port: Number(m[2]) });
 }

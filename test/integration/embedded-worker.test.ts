@@ -33,16 +33,6 @@ async function createAndRun(api: ReturnType<typeof client>, def: { id: string; [
   await api.run(def.id);
 }
 
-async function settled(api: ReturnType<typeof client>, id: string, timeoutMs = 10_000): Promise<any> {
-  return until(
-    async () => {
-      const s = await api.status(id);
-      return ['success', 'failed', 'cancelled'].includes(s.status) ? s : null;
-    },
-    `workflow ${id} to finish`,
-    timeoutMs,
-  );
-}
 
 const jobOf = (doc: any, id: string) => doc.jobs.find((j: any) => j.id === id);
 
@@ -69,7 +59,7 @@ test('outputs: returned, setOutput and ::set-output lines; downstream handlers s
   const starts: string[] = [];
   w.on('job:start', (e) => starts.push(e.job.job_id));
   await createAndRun(api, { id: 'emb', env: { A: '1' }, jobs: { build: { run: 'unused' }, use: { needs: 'build', run: 'unused' } } });
-  const doc = await settled(api, 'emb');
+  const doc = await api.settled('emb');
   assert.equal(doc.status, 'success');
   assert.deepEqual(jobOf(doc, 'build').outputs, { from_log: 'L', from_set: 'returned wins', version: '1.2.3' });
   assert.deepEqual(jobOf(doc, 'use').outputs, { next: '1.2.3+1', count: '3' });
@@ -110,7 +100,7 @@ test('ctx.log: chunks stored in order with streams, shipped while the handler ru
   );
   assert.equal(jobOf(await api.status('logs'), 'j').status, 'running');
   release();
-  assert.equal((await settled(api, 'logs')).status, 'success');
+  assert.equal((await api.settled('logs')).status, 'success');
   const all = (await api.get('/api/workflows/logs/jobs/j/logs')).body as any[];
   assert.equal(all.length, 2502);
   all.forEach((c, i) => assert.equal(c.sequence, i));
@@ -127,14 +117,14 @@ test('a thrown error is retried, then failed; a PermanentError fails at once', a
   });
   w.on('job:failed', (e) => failures.push({ job: e.job.job_id, retryable: e.retryable, error: e.error, status: e.status }));
   await createAndRun(api, { id: 'f1', jobs: { flaky: { retries: 1, run: 'u' }, down: { needs: 'flaky', run: 'u' } } });
-  const doc = await settled(api, 'f1');
+  const doc = await api.settled('f1');
   assert.equal(jobOf(doc, 'flaky').status, 'failed');
   assert.equal(jobOf(doc, 'flaky').attempt, 1);
   assert.equal(jobOf(doc, 'flaky').error, 'boom at attempt 1');
   assert.equal(jobOf(doc, 'down').status, 'skipped');
 
   await createAndRun(api, { id: 'f2', jobs: { perm: { retries: 3, run: 'u' } } });
-  const perm = jobOf(await settled(api, 'f2'), 'perm');
+  const perm = jobOf(await api.settled('f2'), 'perm');
   assert.equal(perm.status, 'failed');
   assert.equal(perm.attempt, 0, 'no retry for a PermanentError');
   assert.ok(perm.error.startsWith('bad input xxx'));
@@ -179,7 +169,7 @@ test('cancel aborts ctx.signal (found by the cancel poll); nothing is reported; 
   assert.equal(j.status, 'cancelled');
   assert.deepEqual(j.outputs, {});
   await createAndRun(api, { id: 'after', jobs: { j: { run: 'u' } } });
-  assert.equal((await settled(api, 'after')).status, 'success');
+  assert.equal((await api.settled('after')).status, 'success');
 });
 
 test('a 409 on heartbeat aborts the job too (cancel seen through the lease, not the poll)', async (t) => {
@@ -224,7 +214,7 @@ test('a lost lease (heartbeats not getting through) aborts the job; the server r
   const abandoned: string[] = [];
   w.on('job:abandoned', (e) => abandoned.push(e.reason));
   await createAndRun(api, { id: 'lost', jobs: { j: { retries: 2, run: 'u' } } });
-  const doc = await settled(api, 'lost');
+  const doc = await api.settled('lost');
   const j = jobOf(doc, 'j');
   assert.equal(j.status, 'success');
   assert.equal(j.attempt, 1, 'the lost attempt counted as a retry');
@@ -247,7 +237,7 @@ test('a finished job whose report fails on the network is reported again until i
     maxBackoffSecs: 0.2,
   });
   await createAndRun(api, { id: 'rep', jobs: { j: { run: 'u' } } });
-  const doc = await settled(api, 'rep');
+  const doc = await api.settled('rep');
   assert.deepEqual(jobOf(doc, 'j').outputs, { done: 'yes' });
   assert.equal(completeCalls, 4);
 });

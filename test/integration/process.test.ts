@@ -9,55 +9,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
-import { spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
+import { sandbox, serverProcess as server, spawnWeft, tempDir, track, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
 
 // ------------------------------------------------------------------------------------------ helpers
 
-interface Sandbox {
-  dir: string;
-  workflowsDir: string;
-  env: Record<string, string | undefined>;
-}
-
-/** A temp dir with its own SQLite file and (empty) WORKFLOWS_DIR, removed after the test. */
-function sandbox(t: TestContext): Sandbox {
-  const dir = tempDir('weft-proc-');
-  const workflowsDir = path.join(dir, 'workflows');
-  fs.mkdirSync(workflowsDir);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return {
-    dir,
-    workflowsDir,
-    env: {
-      HOST: '127.0.0.1',
-      DATABASE_URL: `sqlite:${path.join(dir, 'weft.db')}`,
-      WORKFLOWS_DIR: workflowsDir,
-      // Nothing inherited from the environment running the tests may change the behaviour.
-      API_ONLY: undefined,
-      REAP_INTERVAL_SECS: undefined,
-      CORS_ORIGINS: undefined,
-    },
-  };
-}
-
-/** Makes sure the process is dead (SIGKILL) and reaped once the test ends, whatever happened. */
-function track<P extends SpawnedProcess>(t: TestContext, p: P): P {
-  t.after(async () => {
-    p.kill('SIGKILL');
-    await p.exited;
-  });
-  return p;
-}
-
-/**
- * Like spawnServer, but the process is tracked before the wait, so it is killed even when its
- * listening line never comes.
- */
-async function server(t: TestContext, sb: Sandbox, env: Record<string, string | undefined> = {}) {
-  const p = track(t, spawnWeft(['server'], { PORT: '0', ...sb.env, ...env }, sb.dir));
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  return Object.assign(p, { url: m[1]!, port: Number(m[2]) });
-}
 
 /** Stops a server gracefully and returns its exit code. */
 async function stop(p: SpawnedProcess): Promise<number | string> {

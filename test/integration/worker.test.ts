@@ -10,47 +10,12 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
-import { ROOT, spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
+import { ROOT, sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+
+const sandbox = (t: TestContext) => makeSandbox(t, 'weft-worker-');
 
 // ------------------------------------------------------------------------------------------ helpers
 
-interface Sandbox {
-  dir: string;
-  env: Record<string, string | undefined>;
-}
-
-function sandbox(t: TestContext): Sandbox {
-  const dir = tempDir('weft-worker-');
-  const workflowsDir = path.join(dir, 'workflows');
-  fs.mkdirSync(workflowsDir);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return {
-    dir,
-    env: {
-      HOST: '127.0.0.1',
-      DATABASE_URL: `sqlite:${path.join(dir, 'weft.db')}`,
-      WORKFLOWS_DIR: workflowsDir,
-      API_ONLY: undefined,
-      REAP_INTERVAL_SECS: undefined,
-      CORS_ORIGINS: undefined,
-    },
-  };
-}
-
-/** Kills the process (SIGKILL) once the test ends, whatever happened. */
-function track<P extends SpawnedProcess>(t: TestContext, p: P): P {
-  t.after(async () => {
-    p.kill('SIGKILL');
-    await p.exited;
-  });
-  return p;
-}
-
-async function server(t: TestContext, sb: Sandbox, env: Record<string, string | undefined> = {}) {
-  const p = track(t, spawnWeft(['server'], { PORT: '0', ...sb.env, ...env }, sb.dir));
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  return Object.assign(p, { url: m[1]!, port: Number(m[2]) });
-}
 
 /** Worker settings nothing in the test runner's environment may override. */
 const WORKER_DEFAULTS: Record<string, string | undefined> = {
@@ -78,18 +43,6 @@ async function createAndRun(api: Api, def: { id: string; [key: string]: unknown 
   await api.run(def.id);
 }
 
-/** Waits for the workflow to reach a settled state and returns its status document. */
-async function settled(api: Api, id: string, timeoutMs = 15_000): Promise<any> {
-  return until(
-    async () => {
-      const s = await api.status(id);
-      return ['success', 'failed', 'cancelled'].includes(s.status) ? s : null;
-    },
-    `workflow ${id} to finish`,
-    timeoutMs,
-    50,
-  );
-}
 
 const jobOf = (doc: any, id: string) => doc.jobs.find((j: any) => j.id === id);
 
@@ -140,7 +93,7 @@ test('outputs flow downstream through UPSTREAM_* and WEFT_UPSTREAM_OUTPUTS; WEFT
       },
     },
   });
-  const doc = await settled(api, 'flow');
+  const doc = await api.settled('flow');
   assert.equal(doc.status, 'success', JSON.stringify(doc.jobs));
   assert.deepEqual(jobOf(doc, 'build-x').outputs, { version: '1.2.3', 'file.name': 'a b=c' });
   assert.deepEqual(jobOf(doc, 'test').outputs, { seen: '1.2.3' });
@@ -165,7 +118,7 @@ test('stdout and stderr lines arrive as ordered chunks with their stream', async
   // Two pipes have no order between them: the sleeps give the lines one.
   const script = ['echo out-1', 'sleep 0.05', 'echo err-1 >&2', 'sleep 0.05', 'echo out-2', 'sleep 0.05', 'echo err-2 >&2', 'sleep 0.05', 'printf "out-3\\nout-4"'];
   await createAndRun(api, { id: 'streams', jobs: { j: { run: script.join('; ') } } });
-  const doc = await settled(api, 'streams');
+  const doc = await api.settled('streams');
   assert.equal(doc.status, 'success', JSON.stringify(doc.jobs));
   const chunks = await logs(api, 'streams', 'j');
   assert.deepEqual(
@@ -194,7 +147,7 @@ test('a failing command is retried, then failed with the exit code and stderr ta
       after: { needs: 'flaky', run: 'echo never' },
     },
   });
-  const doc = await settled(api, 'fails');
+  const doc = await api.settled('fails');
   assert.equal(doc.status, 'failed');
   const flaky = jobOf(doc, 'flaky');
   assert.equal(flaky.status, 'failed');
@@ -218,7 +171,7 @@ test('a failing command is retried, then failed with the exit code and stderr ta
     id: 'noisy',
     jobs: { j: { run: 'i=0; while [ $i -lt 400 ]; do echo "noise line $i ................................" >&2; i=$((i+1)); done; echo LAST-WORDS >&2; exit 3' } },
   });
-  const noisy = jobOf(await settled(api, 'noisy'), 'j');
+  const noisy = jobOf(await api.settled('noisy'), 'j');
   assert.equal(noisy.status, 'failed');
   assert.ok(noisy.error.length <= 4096, `error is ${noisy.error.length} characters`);
   assert.ok(noisy.error.length > 3000, 'the tail fills the room it has');
@@ -257,7 +210,7 @@ test('cancel kills the whole process tree within seconds; the worker then claims
   assert.equal(jobOf(doc, 'j').status, 'cancelled');
 
   await createAndRun(api, { id: 'next', jobs: { j: { run: 'echo "::set-output ok=yes"' } } });
-  const next = await settled(api, 'next');
+  const next = await api.settled('next');
   assert.equal(next.status, 'success');
   assert.deepEqual(jobOf(next, 'j').outputs, { ok: 'yes' });
   // Nothing was reported for the cancelled job after the cancel.
@@ -279,7 +232,7 @@ test('labels route each job to the worker that has them', async (t) => {
       a2: { labels: ['arm', 'linux'], run: 'true' },
     },
   });
-  const doc = await settled(api, 'routed');
+  const doc = await api.settled('routed');
   assert.equal(doc.status, 'success');
   assert.equal(jobOf(doc, 'g1').worker_id, 'w-gpu');
   assert.equal(jobOf(doc, 'g2').worker_id, 'w-gpu');
@@ -295,7 +248,7 @@ test('heartbeats keep a job that outlives its lease TTL from being re-run', asyn
   const api = client(srv.url);
   await worker(t, sb, srv.url, { LEASE_TTL_SECS: '2' });
   await createAndRun(api, { id: 'slow', jobs: { j: { retries: 3, run: 'echo start; sleep 5; echo done' } } });
-  const doc = await settled(api, 'slow', 20_000);
+  const doc = await api.settled('slow', 20_000);
   const j = jobOf(doc, 'j');
   assert.equal(j.status, 'success');
   assert.equal(j.attempt, 0, 'never re-queued');
@@ -349,7 +302,7 @@ test('the worker survives a server restart on the same port and database', async
   const api = client(first.url);
   const w = await worker(t, sb, first.url);
   await createAndRun(api, { id: 'before', jobs: { j: { run: 'true' } } });
-  assert.equal((await settled(api, 'before')).status, 'success');
+  assert.equal((await api.settled('before')).status, 'success');
 
   first.kill('SIGKILL');
   await first.exited;
@@ -358,7 +311,7 @@ test('the worker survives a server restart on the same port and database', async
   const second = await server(t, sb, { PORT: String(first.port) });
   assert.equal(second.port, first.port, 'the restarted server must get the same port');
   await createAndRun(api, { id: 'after', jobs: { j: { run: 'echo "::set-output again=1"' } } });
-  const doc = await settled(api, 'after', 20_000);
+  const doc = await api.settled('after', 20_000);
   assert.equal(doc.status, 'success');
   assert.deepEqual(jobOf(doc, 'j').outputs, { again: '1' });
   assert.equal(w.proc.exitCode, null, 'the worker is still running');
@@ -372,7 +325,7 @@ test('CONCURRENCY=3 runs three jobs at once', async (t) => {
   const file = path.join(sb.dir, 'times');
   const run = `echo "$WEFT_JOB_ID start $(date +%s%N)" >> ${file}; sleep 1.5; echo "$WEFT_JOB_ID end $(date +%s%N)" >> ${file}`;
   await createAndRun(api, { id: 'wide', jobs: { a: { run }, b: { run }, c: { run } } });
-  const doc = await settled(api, 'wide');
+  const doc = await api.settled('wide');
   assert.equal(doc.status, 'success');
   const events = fs
     .readFileSync(file, 'utf8')
@@ -437,7 +390,7 @@ test('examples/python-worker runs a job through to success with an output', { sk
       c: { needs: 'b', labels: ['python'], retries: 0, run: 'echo bad >&2; exit 4' },
     },
   });
-  const doc = await settled(api, 'py', 20_000).catch((err) => {
+  const doc = await api.settled('py', 20_000).catch((err) => {
     throw new Error(`${err.message}\npython worker output:\n${out}`);
   });
   assert.equal(jobOf(doc, 'a').status, 'success', out);

@@ -6,6 +6,7 @@
 import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/client.js';
 import type { JobState } from '../../domain/types.js';
 import { networkFailure } from './common.js';
+import { sleep } from '../../util/sleep.js';
 
 export interface FollowHandlers {
   onChunk(chunk: LogChunkView): void;
@@ -75,15 +76,3 @@ export async function followJobLogs(
   return null;
 }
 
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}

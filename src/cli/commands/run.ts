@@ -21,7 +21,8 @@ import {
   type Palette,
   type ServerOptions,
 } from './common.js';
-import { followJobLogs, sleep } from './follow-logs.js';
+import { followJobLogs } from './follow-logs.js';
+import { sleep } from '../../util/sleep.js';
 import { elapsedSecs, formatAttempt, statusLines } from './status.js';
 
 const POLL_MS = 500;
