@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
-import { ConfigError } from '../runtime/config.js';
+import { ConfigError, envNumber, type Env } from '../runtime/env.js';
 import { createLogger } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
 import { Worker } from './worker.js';
@@ -20,26 +20,7 @@ export interface WorkerConfig {
   logLevel: string;
 }
 
-type Env = Record<string, string | undefined>;
-
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
-
-function num(env: Env, name: string, def: number, opts: { min: number; max: number; integer?: boolean; exclusiveMin?: boolean }): number {
-  const raw = env[name]?.trim();
-  if (raw === undefined || raw === '') return def;
-  const n = Number(raw);
-  const ok =
-    Number.isFinite(n) &&
-    (!opts.integer || Number.isInteger(n)) &&
-    (opts.exclusiveMin ? n > opts.min : n >= opts.min) &&
-    n <= opts.max;
-  if (!ok) {
-    const kind = opts.integer ? 'an integer' : 'a number';
-    const low = opts.exclusiveMin ? `above ${opts.min}` : `from ${opts.min}`;
-    throw new ConfigError(`${name}="${raw}" is not valid: expected ${kind} ${low} up to ${opts.max}`);
-  }
-  return n;
-}
 
 /** Reads and checks every setting; a bad value throws a ConfigError naming the variable. */
 export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
@@ -75,17 +56,17 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     if (workerId.length > 256) throw new ConfigError(`WORKER_ID is not valid: at most 256 characters, got ${workerId.length}`);
   }
 
-  const leaseTtlSecs = num(env, 'LEASE_TTL_SECS', 30, { min: 1, max: 86_400, integer: true });
-  const heartbeatSecs = num(env, 'HEARTBEAT_SECS', leaseTtlSecs / 3, { min: 0, max: 86_400, exclusiveMin: true });
+  const leaseTtlSecs = envNumber(env, 'LEASE_TTL_SECS', 30, { min: 1, max: 86_400, integer: true });
+  const heartbeatSecs = envNumber(env, 'HEARTBEAT_SECS', leaseTtlSecs / 3, { min: 0, max: 86_400, exclusiveMin: true });
   if (heartbeatSecs >= leaseTtlSecs) {
     throw new ConfigError(
       `HEARTBEAT_SECS="${env.HEARTBEAT_SECS}" is not valid: it must be shorter than LEASE_TTL_SECS (${leaseTtlSecs}); under half is recommended`,
     );
   }
-  const pollSecs = num(env, 'POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
-  const concurrency = num(env, 'CONCURRENCY', 1, { min: 1, max: 1024, integer: true });
-  const cancelPollSecs = num(env, 'CANCEL_POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
-  const killGraceSecs = num(env, 'KILL_GRACE_SECS', 5, { min: 0, max: 3600 });
+  const pollSecs = envNumber(env, 'POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
+  const concurrency = envNumber(env, 'CONCURRENCY', 1, { min: 1, max: 1024, integer: true });
+  const cancelPollSecs = envNumber(env, 'CANCEL_POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
+  const killGraceSecs = envNumber(env, 'KILL_GRACE_SECS', 5, { min: 0, max: 3600 });
 
   const logLevel = (env.LOG_LEVEL?.trim() || 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) {
