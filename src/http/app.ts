@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { fastifySSE } from '@fastify/sse';
 import type { Logger } from 'pino';
@@ -30,7 +30,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     // Workers poll claim every few seconds; a log line per request would drown everything else.
     logController: new LogController({ disableRequestLogging: true }),
     // Lease ids and job ids travel in paths; keep routing exact.
-    routerOptions: { ignoreTrailingSlash: true },
+    // Ids may be 128 characters; lease ids and percent-encoding need headroom beyond that.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
+    // Errors raised by the router before any route runs still answer in weft's error shape.
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      void reply.code(err.statusCode ?? 400).send({ error: 'bad_url', message: err.message });
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);

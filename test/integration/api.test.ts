@@ -953,3 +953,15 @@ test('bad input never produces a 500', async (t) => {
   // And the server still answers afterwards.
   assert.equal((await c.get('/api/workflows/s/status')).status, 200);
 });
+
+test('ids at the 128-character limit are addressable in every path; a malformed URL is a JSON 400', async (t) => {
+  const s = await serve(t);
+  const wf = 'w'.repeat(128);
+  const job = 'j'.repeat(128);
+  assert.equal((await s.c.post('/api/workflows', { id: wf, jobs: { [job]: { run: 'true' } } })).status, 201);
+  assert.equal((await s.c.get(`/api/workflows/${wf}/status`)).status, 200);
+  assert.equal((await s.c.post(`/api/workflows/${wf}/run`)).status, 202);
+  assert.equal((await s.c.get(`/api/jobs/${wf}/${job}/cancelled`)).body, false);
+  assert.equal((await s.c.get(`/api/workflows/${wf}/jobs/${job}/logs`)).status, 200);
+  assertError(await s.c.get('/api/workflows/%ZZ/status'), 400, 'bad_url');
+});
