@@ -6,6 +6,7 @@
 import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { client, until } from '../helpers/http.js';
@@ -130,6 +131,77 @@ async function complete(lease: string) {
   assert.equal(r.status, 200, r.text);
 }
 
+async function fail(lease: string, error: string, retryable: boolean) {
+  const r = await api.post(`/api/jobs/${lease}/fail`, { error, retryable });
+  assert.equal(r.status, 200, r.text);
+}
+
+/**
+ * An HTTP proxy in front of the shared server, standing in for a load balancer: it can hold requests
+ * (until `pass()`), or answer every request with an HTML 502 as a proxy does while the server behind it
+ * restarts (open connections are cut, so a log stream has to reconnect through it).
+ */
+async function proxy(t: TestContext) {
+  let mode: 'pass' | 'hold' | 'down' = 'pass';
+  let holdIf: (req: http.IncomingMessage) => boolean = () => true;
+  const held: (() => void)[] = [];
+  /** Requests held, and 502s answered to log streams and to other requests (status polls, PUTs). */
+  const stats = { held: 0, streams502: 0, others502: 0 };
+  const srv = http.createServer((req, res) => {
+    const forward = () => {
+      const up = http.request(server.url + req.url!, { method: req.method, headers: req.headers }, (upRes) => {
+        res.writeHead(upRes.statusCode!, upRes.statusMessage, upRes.headers);
+        upRes.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      res.on('close', () => up.destroy());
+      req.pipe(up);
+    };
+    if (mode === 'down') {
+      if (/\/logs\/stream$/.test(req.url ?? '')) stats.streams502++;
+      else stats.others502++;
+      res.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' });
+      res.end('<html><body>502 Bad Gateway</body></html>');
+    } else if (mode === 'hold' && holdIf(req)) {
+      stats.held++;
+      held.push(forward);
+    } else forward();
+  });
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    srv.closeAllConnections();
+    await new Promise((resolve) => srv.close(resolve));
+  });
+  return {
+    url: `http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`,
+    stats,
+    hold(pred: (req: http.IncomingMessage) => boolean) {
+      holdIf = pred;
+      mode = 'hold';
+    },
+    down() {
+      mode = 'down';
+      srv.closeAllConnections();
+    },
+    pass() {
+      mode = 'pass';
+      for (const f of held.splice(0)) f();
+    },
+  };
+}
+
+/** The status polls of `weft run --follow`. */
+const isStatusPoll = (req: http.IncomingMessage) => req.method === 'GET' && /\/status$/.test(req.url ?? '');
+
+/** Index of the line `line` in `text`, checking it occurs exactly once. */
+function onceAt(text: string, line: string): number {
+  const all = text.split('\n');
+  const at = all.indexOf(line);
+  assert.notEqual(at, -1, `missing line ${JSON.stringify(line)} in:\n${text}`);
+  assert.equal(all.lastIndexOf(line), at, `line ${JSON.stringify(line)} printed more than once in:\n${text}`);
+  return at;
+}
+
 // ------------------------------------------------------------------------------------------ validate
 
 test('validate: a good file exits 0 and names its job count', async (t) => {
@@ -139,6 +211,10 @@ test('validate: a good file exits 0 and names its job count', async (t) => {
   assert.equal(r.code, 0, r.output);
   assert.match(r.stdout, new RegExp(`^ok ${escape(good)} \\(2 jobs\\)$`, 'm'));
   assert.match(r.stdout, new RegExp(`^ok ${escape(json)} \\(1 job\\)$`, 'm'));
+
+  // One file named twice (a relative path from weft's working directory, and its directory) is no id clash.
+  const twice = await weft(t, ['validate', path.relative(dir, good), path.dirname(good)]);
+  assert.equal(twice.code, 0, twice.output);
 });
 
 test('validate: broken files exit 1 naming file, job and field; a missing file is an error', async (t) => {
@@ -188,6 +264,34 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   assert.equal((await api.get(`/api/workflows/${badId}/status`)).status, 404);
 });
 
+test('apply: one id in two directories is refused before anything is sent; a file named twice is applied once', async (t) => {
+  const id = uniqueId('dup');
+  const a = file(t, `${id}.yml`, TWO_JOBS);
+  const b = file(t, `${id}.yml`, 'jobs:\n  other:\n    run: echo other\n');
+  assert.notEqual(path.dirname(a), path.dirname(b));
+  const r = await weft(t, ['apply', a, b]);
+  assert.equal(r.code, 1, r.output);
+  assert.equal(r.stdout, '', 'nothing created or updated');
+  assert.match(r.stderr, new RegExp(`^${escape(b)}: workflow id '${id}' is also given by ${escape(a)}`, 'm'));
+  assert.match(r.stderr, /^weft: nothing applied/m);
+  assert.equal((await api.get(`/api/workflows/${id}/status`)).status, 404);
+
+  // The same file, once by a relative path (weft runs in `dir`) and once through its directory.
+  const twice = await weft(t, ['apply', path.relative(dir, a), path.dirname(a)]);
+  assert.equal(twice.code, 0, twice.output);
+  assert.equal(twice.stdout, `created ${id}\n`);
+});
+
+test("apply: a PUT the server refuses is reported with the file's name", async (t) => {
+  const p = await proxy(t);
+  p.down();
+  const id = uniqueId('put-fails');
+  const f = file(t, `${id}.yml`, TWO_JOBS);
+  const r = await weft(t, ['apply', f], { SERVER_URL: p.url });
+  assert.equal(r.code, 1, r.output);
+  assert.match(r.stderr, new RegExp(`^weft: ${escape(f)}: 502 Bad Gateway: `, 'm'));
+});
+
 // ------------------------------------------------------------------------------------------ run
 
 test('run prints the run number; a second run while active is a 409', async (t) => {
@@ -225,8 +329,9 @@ test('run --follow streams logs and job states and exits 0 when every job succee
   assert.equal(r.code, 0, r.output);
   assert.match(r.stdout, /^b \| b says hi$/m);
   assert.match(r.stderr, /^a \| a to stderr$/m, 'stderr chunks go to stderr');
-  assert.match(r.stdout, /^a\s+running\s+attempt 0\b/m);
-  assert.match(r.stdout, /^b\s+success\s+attempt 0\b/m);
+  // Tries are counted from 1, of how many the job may have: no retries makes `1/1`.
+  assert.match(r.stdout, /^a\s+running\s+attempt 1\/1\b/m);
+  assert.match(r.stdout, /^b\s+success\s+attempt 1\/1\b/m);
   assert.match(r.stdout, new RegExp(`^run 1 of ${id}: success`, 'm'));
   assert.doesNotMatch(r.stdout, /\x1b\[/, 'no ANSI codes when stdout is not a terminal');
 });
@@ -244,9 +349,63 @@ test('run --follow exits 1 when a job fails for good', async (t) => {
   const r = await p.finished;
   assert.equal(r.code, 1, r.output);
   assert.match(r.stdout, /^a \| about to fail$/m);
-  assert.match(r.stdout, /^a\s+failed\s+attempt 0\s.*exit code 1: boom/m);
+  assert.match(r.stdout, /^a\s+failed\s+attempt 1\/1\s.*exit code 1: boom/m);
   assert.match(r.stdout, /^b\s+skipped/m);
   assert.match(r.stdout, new RegExp(`^run 1 of ${id}: failed`, 'm'));
+});
+
+test('run --follow shows every attempt once, even those that came and went between two polls', async (t) => {
+  const id = uniqueId('follow-retries');
+  await createWorkflow(t, id, { a: { run: 'x', retries: 2 } });
+  const p = await proxy(t);
+  // The first status poll after the start is held until the job is on its third try and has logged:
+  // the server's log stream then starts at that attempt, so the first two must be fetched.
+  p.hold(isStatusPoll);
+  const f = start(t, ['run', id, '--follow'], { SERVER_URL: p.url });
+  await f.waitFor(/started run 1 of/);
+  await until(() => p.stats.held > 0, 'the first status poll');
+  const error = (n: number) => `command exited with code 1; stderr:\nsetup ok\ntest_fetch_remote FAILED: try ${n} timed out\n`;
+  for (const n of [0, 1]) {
+    const lease = await claim(id, 'a');
+    await pushLog(lease, 0, `try ${n}\n`);
+    await fail(lease, error(n), true);
+  }
+  const last = await claim(id, 'a');
+  await pushLog(last, 0, 'try 2\n');
+  p.pass();
+  await f.waitFor(/^a \| try 2$/m);
+  await fail(last, error(2), true);
+
+  const r = await f.finished;
+  assert.equal(r.code, 1, r.output);
+  const order = ['a | try 0', 'a | --- attempt 2/3 ---', 'a | try 1', 'a | --- attempt 3/3 ---', 'a | try 2'].map((l) => onceAt(r.stdout, l));
+  assert.deepEqual([...order].sort((x, y) => x - y), order, `attempts out of order:\n${r.stdout}`);
+  // The error in one line: what failed and the last thing it said.
+  assert.match(r.stdout, /^a\s+failed\s+attempt 3\/3\s.*\scommand exited with code 1: test_fetch_remote FAILED: try 2 timed out$/m);
+});
+
+test('run --follow shows why a retry is waiting while it waits', async (t) => {
+  const id = uniqueId('follow-waiting');
+  await createWorkflow(t, id, { a: { run: 'x', retries: 1, backoff: { fixed: { delay_secs: 60 } } } });
+  const p = await proxy(t);
+  // Held so that no poll sees the attempt running: the next one sees a queued retry that never ran.
+  p.hold(isStatusPoll);
+  const f = start(t, ['run', id, '--follow'], { SERVER_URL: p.url });
+  await f.waitFor(/started run 1 of/);
+  await until(() => p.stats.held > 0, 'the first status poll');
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'connecting to db\n');
+  await pushLog(lease, 1, 'db unreachable\n', 'stderr');
+  await fail(lease, 'command exited with code 1; stderr:\ndb unreachable\n', true);
+  p.pass();
+  await f.waitFor(/^a \| connecting to db$/m);
+  await f.waitFor(/^a \| db unreachable$/m);
+  await f.waitFor(/^a\s+queued\s+attempt 2\/2\s.*command exited with code 1: db unreachable$/m);
+
+  await api.post(`/api/workflows/${id}/cancel`);
+  const r = await f.finished;
+  assert.equal(r.code, 1, r.output);
+  assert.match(r.stdout, new RegExp(`^run 1 of ${id}: cancelled`, 'm'));
 });
 
 // ------------------------------------------------------------------------------------------ status, logs
@@ -263,8 +422,9 @@ test('status: a table of the latest run, and --json prints the status document',
   const r = await weft(t, ['status', id]);
   assert.equal(r.code, 0, r.output);
   assert.match(r.stdout, new RegExp(`^workflow ${id}: running, run 1$`, 'm'));
-  assert.match(r.stdout, /^a\s+success\s+0\s+\d+\.\ds\s+status-worker\s*$/m);
-  assert.match(r.stdout, /^b\s+queued\s+1\/2\s.*\sflaky network$/m);
+  assert.match(r.stdout, /^a\s+success\s+1\/1\s+\d+\.\ds\s+status-worker\s*$/m);
+  // The second of three tries waits; the error shows its first and last lines.
+  assert.match(r.stdout, /^b\s+queued\s+2\/3\s.*\sflaky network: more detail$/m);
 
   const j = await weft(t, ['status', id, '--json']);
   assert.equal(j.code, 0, j.output);
@@ -310,6 +470,34 @@ test('logs: history (stderr chunks to stderr), --run and --attempt; --follow end
   assert.match(r.stderr, /warning two/);
 });
 
+test('logs: nothing to show is said on stderr (exit 0); an unknown job is still a 404', async (t) => {
+  const id = uniqueId('logs-empty');
+  await createWorkflow(t, id, { a: { run: 'x' } });
+  const never = await weft(t, ['logs', id, 'a']);
+  assert.equal(never.code, 0, never.output);
+  assert.equal(never.stdout, '');
+  assert.match(never.stderr, new RegExp(`^weft: no output for ${id}/a: the workflow has never run$`, 'm'));
+
+  await api.run(id);
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'only line\n');
+  const beyond = await weft(t, ['logs', id, 'a', '--attempt', '5']);
+  assert.equal(beyond.code, 0, beyond.output);
+  assert.equal(beyond.stdout, '');
+  assert.match(beyond.stderr, new RegExp(`^weft: no output for ${id}/a attempt 5: its latest attempt is 0`, 'm'));
+  const some = await weft(t, ['logs', id, 'a', '--attempt', '0']);
+  assert.equal(some.stdout, 'only line\n');
+  assert.equal(some.stderr, '');
+
+  const unknown = await weft(t, ['logs', id, 'no-such-job']);
+  assert.equal(unknown.code, 1, unknown.output);
+  assert.match(unknown.stderr, /^weft: 404 Not Found: /m);
+
+  const help = await weft(t, ['logs', '--help']);
+  assert.match(help.stdout.replace(/\s+/g, ' '), /--attempt <n> attempt number as the server counts it, from 0/);
+  await complete(lease);
+});
+
 // ------------------------------------------------------------------------------------------ workers
 
 test('workers: a table of id, labels, status, current job and last seen; --json', async (t) => {
@@ -341,6 +529,42 @@ test('an unknown workflow or job exits 1 with the 404 and the server message', a
     assert.match(r.stderr, /^weft: 404 Not Found: .*no-such-wf/m);
     assert.equal(r.stdout, '');
   }
+});
+
+test('following rides out 502s from a proxy like a network outage (logs --follow and run --follow)', async (t) => {
+  const id = uniqueId('behind-proxy');
+  await createWorkflow(t, id, { a: { run: 'x' } });
+  const p = await proxy(t);
+  const follow = start(t, ['run', id, '--follow'], { SERVER_URL: p.url });
+  await follow.waitFor(/started run 1 of/);
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'before\n');
+  const logs = start(t, ['logs', id, 'a', '--follow'], { SERVER_URL: p.url });
+  await logs.waitFor(/^before$/m);
+  await follow.waitFor(/^a \| before$/m);
+
+  p.down();
+  // Each follower gets more than one 502 (two log streams, the status poll) and keeps waiting; a 502
+  // used to end them at once.
+  const bothGone = () => logs.proc.exitCode !== null && follow.proc.exitCode !== null;
+  await until(() => (p.stats.streams502 >= 4 && p.stats.others502 >= 2) || bothGone(), 'repeated 502s');
+  assert.equal(logs.proc.exitCode, null, `logs --follow gave up:\n${logs.output()}`);
+  assert.equal(follow.proc.exitCode, null, `run --follow gave up:\n${follow.output()}`);
+  await pushLog(lease, 1, 'after\n');
+  p.pass();
+  await logs.waitFor(/^after$/m);
+  await follow.waitFor(/^a \| after$/m);
+  await complete(lease);
+
+  const l = await logs.finished;
+  assert.equal(l.code, 0, l.output);
+  assert.equal(l.stdout, 'before\nafter\n');
+  assert.match(l.stderr, /lost the log stream .*; reconnecting/);
+  const r = await follow.finished;
+  assert.equal(r.code, 0, r.output);
+  assert.equal(r.stdout.split('\n').filter((x) => x === 'a | after').length, 1);
+  assert.match(r.stderr, /^weft: lost the log stream of a \(.*\); reconnecting$/m);
+  assert.match(r.stderr, /^weft: (the server answered 502 Bad Gateway|cannot reach the server \(.*\)); retrying$/m);
 });
 
 test('an unreachable server exits 1 with "cannot reach"', async (t) => {

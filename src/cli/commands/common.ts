@@ -84,6 +84,33 @@ export function networkFailure(err: unknown): string | null {
   return err.message;
 }
 
+/**
+ * A failure worth waiting out while following: no HTTP answer at all, or an answer that says "try
+ * again" (408, 429, or any 5xx, such as a proxy's 502/503 while the server restarts). Returns the
+ * reason to show, or null when retrying cannot help (a 404, a 400, a bug).
+ */
+export function transientFailure(err: unknown): string | null {
+  if (err instanceof WorkflowApiError) {
+    const s = err.status;
+    return s >= 500 || s === 408 || s === 429 ? httpStatus(err) : null;
+  }
+  return networkFailure(err);
+}
+
+/** `502 Bad Gateway` (a status text may be empty, e.g. over HTTP/2). */
+function httpStatus(err: WorkflowApiError): string {
+  return `${err.status} ${err.statusText}`.trim();
+}
+
+/** One line saying what went wrong (no `weft: ` prefix); `server` is the URL the client talked to. */
+export function describeError(err: unknown, server: string): string {
+  if (err instanceof CliError) return err.message;
+  if (err instanceof WorkflowApiError) return `${httpStatus(err)}: ${err.serverMessage}`;
+  const reason = networkFailure(err);
+  if (reason !== null) return `cannot reach the server at ${server}: ${reason}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Runs a command body and turns every failure into one `weft: …` line on stderr and exit code 1. */
 export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
   return async (...args: A) => {
@@ -96,30 +123,17 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void>): 
 }
 
 function reportError(err: unknown, args: unknown[]): number {
-  if (err instanceof CliError) {
-    process.stderr.write(`weft: ${err.message}\n`);
-    return err.exitCode;
+  // commander passes the Command itself last.
+  const cmd = args[args.length - 1];
+  const opts: ServerOptions = typeof cmd === 'object' && cmd !== null && isCommand(cmd) ? cmd.opts() : {};
+  let url: string;
+  try {
+    url = serverUrl(opts);
+  } catch {
+    url = process.env.SERVER_URL ?? DEFAULT_SERVER;
   }
-  if (err instanceof WorkflowApiError) {
-    process.stderr.write(`weft: ${err.status} ${err.statusText}: ${err.serverMessage}\n`);
-    return 1;
-  }
-  const reason = networkFailure(err);
-  if (reason !== null) {
-    // commander passes the Command itself last.
-    const cmd = args[args.length - 1];
-    const opts: ServerOptions = typeof cmd === 'object' && cmd !== null && isCommand(cmd) ? cmd.opts() : {};
-    let url: string;
-    try {
-      url = serverUrl(opts);
-    } catch {
-      url = process.env.SERVER_URL ?? DEFAULT_SERVER;
-    }
-    process.stderr.write(`weft: cannot reach the server at ${url}: ${reason}\n`);
-    return 1;
-  }
-  process.stderr.write(`weft: ${err instanceof Error ? err.message : String(err)}\n`);
-  return 1;
+  process.stderr.write(`weft: ${describeError(err, url)}\n`);
+  return err instanceof CliError ? err.exitCode : 1;
 }
 
 function isCommand(x: object): x is Command {
@@ -204,11 +218,29 @@ export function formatAgo(ms: number, now = Date.now()): string {
   return `${Math.floor(s / 86_400)}d ago`;
 }
 
-/** The first non-empty line of `text`, cut to `max` characters. */
+/**
+ * An error text in one line: its first non-empty line, plus its last one when they differ (a worker's
+ * error is `command exited with code 1; stderr:` followed by the stderr tail, whose last line usually
+ * says what went wrong), e.g. `command exited with code 1: test_fetch_remote FAILED: connection timed
+ * out`. Cut to `max` characters, shortening the first line before the last.
+ */
 export function summary(text: string | null | undefined, max = 60): string {
   if (!text) return '';
-  const first = text.split(/\r?\n/).find((l) => l.trim() !== '')?.trim() ?? '';
-  return first.length > max ? `${first.slice(0, max - 1)}…` : first;
+  const all = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  if (all.length === 0) return '';
+  const first = all[0]!;
+  const last = all[all.length - 1]!;
+  if (all.length === 1 || first === last) return cut(first, max);
+  // `…; stderr:` (or a bare trailing colon) only introduces what follows, which is shown after `: `.
+  const head = first.replace(/(?:[;,]\s*(?:stderr|stdout|output))?\s*[:;,]?\s*$/i, '') || first;
+  const joined = `${head}: ${last}`;
+  if (joined.length <= max) return joined;
+  const room = max - last.length - 2;
+  return room >= 12 ? `${cut(head, room)}: ${last}` : cut(joined, max);
+}
+
+function cut(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, Math.max(0, max - 1))}…` : s;
 }
 
 /** Splits chunk text into lines; a trailing newline does not make an extra empty line. */

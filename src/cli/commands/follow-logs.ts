@@ -1,16 +1,17 @@
 /**
- * Follows one job's log stream until the job ends, reconnecting when the connection drops (a server
- * restart, say). Each reconnect replays the stored chunks; the ones already seen are skipped by their
- * (attempt, sequence), so nothing is printed twice and nothing is lost.
+ * Follows one job's log stream until the job ends, reconnecting when the connection drops or the
+ * server answers "try again" (a restart behind a proxy, say). Each reconnect replays the stored chunks;
+ * the ones already seen are skipped by their (attempt, sequence), so nothing is printed twice and
+ * nothing is lost.
  */
 import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/client.js';
 import type { JobState } from '../../domain/types.js';
-import { networkFailure } from './common.js';
+import { transientFailure } from './common.js';
 import { sleep } from '../../util/sleep.js';
 
 export interface FollowHandlers {
   onChunk(chunk: LogChunkView): void;
-  /** A new attempt (a retry) started; its chunks follow. */
+  /** The output moves on to a later attempt (a retry); its chunks follow. Not called for the first attempt shown. */
   onAttempt?(attempt: number): void;
   /** The connection dropped and will be retried (called once per outage). */
   onReconnecting?(reason: string): void;
@@ -18,9 +19,18 @@ export interface FollowHandlers {
 
 export interface FollowOptions {
   signal?: AbortSignal;
-  /** Give up after the server has been unreachable this long. */
+  /** Give up after the server has been unreachable (or answering 5xx/408/429) this long. */
   giveUpAfterMs?: number;
   retryEveryMs?: number;
+  /**
+   * Show every attempt from this one on, each once and in order. The server's stream starts at the
+   * newest attempt that logged anything and moves forward from there, so attempts it never showed
+   * (a retry that came and went before the stream opened, or during an outage) are fetched with
+   * getLogs. Unset: start wherever the stream starts.
+   */
+  fromAttempt?: number;
+  /** The run those earlier attempts are read from (default: the latest). */
+  run?: number;
 }
 
 /** Resolves with the job's terminal state, or null when `signal` aborted first. */
@@ -34,12 +44,33 @@ export async function followJobLogs(
   const giveUpAfterMs = opts.giveUpAfterMs ?? 30_000;
   const retryEveryMs = opts.retryEveryMs ?? 1000;
   const lastSeq = new Map<number, number>();
-  let attempt: number | null = null;
+  /** The attempt being shown; every attempt before it has been shown in full. Null before the first. */
+  let current: number | null = null;
+  /** The latest attempt onAttempt was called for (or the first one shown). */
+  let announced: number | null = null;
   let outageSince: number | null = null;
 
-  const seeAttempt = (n: number) => {
-    if (attempt !== null && n > attempt) handlers.onAttempt?.(n);
-    if (attempt === null || n > attempt) attempt = n;
+  const emit = (c: LogChunkView) => {
+    if (c.sequence <= (lastSeq.get(c.attempt) ?? -1)) return;
+    lastSeq.set(c.attempt, c.sequence);
+    handlers.onChunk(c);
+  };
+  const announce = (n: number) => {
+    if (announced !== null && n > announced) handlers.onAttempt?.(n);
+    if (announced === null || n > announced) announced = n;
+  };
+  /** Moves the output on to attempt `n`, first showing the attempts before it that were never shown. */
+  const moveTo = async (n: number) => {
+    if (current !== null && n <= current) return;
+    const from = current === null ? Math.min(opts.fromAttempt ?? n, n) : current + 1;
+    for (let k = from; k < n; k++) {
+      announce(k);
+      for (const c of await client.getLogs(workflowId, jobId, { run: opts.run, attempt: k })) emit(c);
+      // Only now: when the fetch fails, the next connection fetches attempt k again (emit skips repeats).
+      current = k;
+    }
+    announce(n);
+    current = n;
   };
 
   while (!opts.signal?.aborted) {
@@ -48,21 +79,20 @@ export async function followJobLogs(
         outageSince = null;
         if (ev.type === 'end') return ev.status;
         if (ev.type === 'attempt') {
-          seeAttempt(ev.attempt);
+          await moveTo(ev.attempt);
           continue;
         }
-        const c = ev.chunk;
-        if (c.sequence <= (lastSeq.get(c.attempt) ?? -1)) continue;
-        lastSeq.set(c.attempt, c.sequence);
-        seeAttempt(c.attempt);
-        handlers.onChunk(c);
+        await moveTo(ev.chunk.attempt);
+        emit(ev.chunk);
       }
       // The server closed the stream without `end`: reconnect (after a breath, in case it keeps doing so).
       await sleep(Math.min(250, retryEveryMs), opts.signal);
     } catch (err) {
       if (opts.signal?.aborted) return null;
-      if (err instanceof WorkflowApiError) throw err;
-      const reason = networkFailure(err) ?? (err instanceof Error ? err.message : String(err));
+      const transient = transientFailure(err);
+      // A 404 or 400 will not go away; anything else (a broken stream, a 502 from a proxy) may.
+      if (err instanceof WorkflowApiError && transient === null) throw err;
+      const reason = transient ?? (err instanceof Error ? err.message : String(err));
       const now = Date.now();
       if (outageSince === null) {
         outageSince = now;
@@ -75,4 +105,3 @@ export async function followJobLogs(
   }
   return null;
 }
-

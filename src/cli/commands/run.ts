@@ -9,15 +9,16 @@ import type { JobView, StatusDocument } from '../../engine/views.js';
 import {
   action,
   CliError,
+  describeError,
   fit,
   formatDuration,
   lines,
   makeClient,
-  networkFailure,
   paintState,
   palette,
   serverOption,
   summary,
+  transientFailure,
   type Palette,
   type ServerOptions,
 } from './common.js';
@@ -26,7 +27,7 @@ import { sleep } from '../../util/sleep.js';
 import { elapsedSecs, formatAttempt, statusLines } from './status.js';
 
 const POLL_MS = 500;
-/** How long the server may stay unreachable while following before giving up. */
+/** How long the server may stay unreachable (or answer 5xx/408/429) while following before giving up. */
 const OUTAGE_LIMIT_MS = 30_000;
 /** After the run ends, how long to wait for the last log lines before leaving. */
 const DRAIN_MS = 5_000;
@@ -60,7 +61,6 @@ interface Display {
   /** Log text of a job; stderr text goes to stderr. */
   log(jobId: string, data: string, stream?: string): void;
   note(text: string): void;
-  finish(doc: StatusDocument): void;
 }
 
 function jobWidth(doc: StatusDocument): number {
@@ -117,11 +117,6 @@ class LineDisplay implements Display {
   note(text: string): void {
     process.stderr.write(`weft: ${text}\n`);
   }
-
-  finish(doc: StatusDocument): void {
-    this.update(doc);
-    process.stdout.write(runSummary(doc, this.p));
-  }
 }
 
 /** A terminal: the status table stays at the bottom, redrawn in place; log lines scroll above it. */
@@ -166,11 +161,6 @@ class TtyDisplay implements Display {
     process.stderr.write(`weft: ${text}\n`);
     this.draw();
   }
-
-  finish(doc: StatusDocument): void {
-    this.update(doc);
-    process.stdout.write(runSummary(doc, this.p));
-  }
 }
 
 // ------------------------------------------------------------------------------------- follow
@@ -182,25 +172,25 @@ async function followRun(client: WorkflowClient, workflowId: string, run: number
   const streams = new Map<string, Promise<void>>();
   const abort = new AbortController();
 
-  // One log stream per job, opened once the job has started (or is seen to have run between polls:
-  // the stream replays what it logged, then ends).
+  // One log stream per job, opened as soon as the job has output to show: it runs or ran (it may have
+  // started and even finished between two polls), or a retry waits (the failed attempt's lines tell
+  // why). Every attempt is shown once, from the first: the server's stream starts at the newest one
+  // that logged, so followJobLogs fetches the ones it skipped.
   const openStreams = (doc: StatusDocument) => {
     for (const job of doc.jobs) {
-      if (streams.has(job.id) || (job.status !== 'running' && job.started_at_ms === null)) continue;
+      if (streams.has(job.id)) continue;
+      if (job.status !== 'running' && job.started_at_ms === null && job.attempt === 0 && job.error === null) continue;
       const handlers = {
         onChunk: (c: LogChunkView) => {
           if (c.run_number === run) display.log(job.id, c.data, c.stream);
         },
-        onAttempt: (n: number) => display.log(job.id, `--- attempt ${n} ---`),
+        onAttempt: (n: number) => display.log(job.id, `--- attempt ${formatAttempt({ attempt: n, max_retries: job.max_retries })} ---`),
         onReconnecting: (reason: string) => display.note(`lost the log stream of ${job.id} (${reason}); reconnecting`),
       };
-      const task = followJobLogs(client, workflowId, job.id, handlers, { signal: abort.signal, giveUpAfterMs: OUTAGE_LIMIT_MS }).then(
+      const follow = { signal: abort.signal, giveUpAfterMs: OUTAGE_LIMIT_MS, fromAttempt: 0, run };
+      const task = followJobLogs(client, workflowId, job.id, handlers, follow).then(
         () => undefined,
-        (err: unknown) => {
-          const why =
-            err instanceof WorkflowApiError ? `${err.status} ${err.statusText}: ${err.serverMessage}` : (networkFailure(err) ?? String(err));
-          display.note(`no more logs of ${job.id}: ${why}`);
-        },
+        (err: unknown) => display.note(`no more logs of ${job.id}: ${describeError(err, client.baseUrl)}`),
       );
       streams.set(job.id, task);
     }
@@ -221,11 +211,13 @@ async function followRun(client: WorkflowClient, workflowId: string, run: number
         doc = await client.getStatus(workflowId);
         outageSince = null;
       } catch (err) {
-        const reason = networkFailure(err);
+        const reason = transientFailure(err);
         if (reason === null) throw err;
         if (outageSince === null) {
           outageSince = Date.now();
-          display.note(`cannot reach the server (${reason}); retrying`);
+          display.note(
+            err instanceof WorkflowApiError ? `the server answered ${reason}; retrying` : `cannot reach the server (${reason}); retrying`,
+          );
         } else if (Date.now() - outageSince > OUTAGE_LIMIT_MS) {
           throw err;
         }
@@ -243,6 +235,7 @@ async function followRun(client: WorkflowClient, workflowId: string, run: number
   const timer = setTimeout(() => abort.abort(), DRAIN_MS);
   await drained;
   clearTimeout(timer);
-  display.finish(doc);
+  display.update(doc);
+  process.stdout.write(runSummary(doc, p));
   return doc.status === 'success' ? 0 : 1;
 }

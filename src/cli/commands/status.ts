@@ -10,14 +10,17 @@ export function elapsedSecs(job: JobView, now = Date.now()): number | null {
   return null;
 }
 
-/** `2` for attempt 2; `1/3` when retries are allowed (the attempt number counts from 0, as in `logs --attempt`). */
-export function formatAttempt(job: JobView): string {
-  return job.max_retries > 0 ? `${job.attempt}/${job.max_retries}` : String(job.attempt);
+/**
+ * Which try this is, of how many the job may have: `1/1` with no retries, `2/4` for the first retry of
+ * a job with `retries: 3`. (The server's `attempt`, which `weft logs --attempt` takes, is one less.)
+ */
+export function formatAttempt(job: Pick<JobView, 'attempt' | 'max_retries'>): string {
+  return `${job.attempt + 1}/${job.max_retries + 1}`;
 }
 
 export const JOB_HEADER = ['JOB', 'STATUS', 'ATTEMPT', 'DURATION', 'WORKER', 'ERROR'];
 
-export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 60): string[] {
+export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 100): string[] {
   return [
     job.id,
     paintState(p, job.status),

@@ -32,7 +32,8 @@ export function checkFiles(args: string[]): CheckedFile[] {
     const key = join(resolve(dirname(r.file)), r.definition.id);
     const owner = owners.get(key);
     if (owner === undefined) owners.set(key, r.file);
-    else if (owner !== r.file) {
+    // The same file named twice (`dir` and `./dir/a.yml`) is no collision.
+    else if (resolve(owner) !== resolve(r.file)) {
       r.problems.push(`${r.file}: workflow id '${r.definition.id}' is already defined by ${owner}`);
       delete r.definition;
       delete r.document;
