@@ -2,8 +2,8 @@
  * Package entry point: the client SDK and the building blocks for embedding weft. The `weft` command
  * lives in cli/.
  */
-export { WorkflowClient, WorkflowApiError } from './client/index.js';
-export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions } from './client/index.js';
+export { WorkflowClient, WorkflowApiError, WorkflowNetworkError } from './client/index.js';
+export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions, RequestOptions } from './client/index.js';
 export { Worker, PermanentError, JobAbortedError, createShellHandler, shellHandler } from './worker/index.js';
 export type { WorkerOptions, JobHandler, JobContext, HandlerOutputs } from './worker/index.js';
 export { Engine } from './engine/engine.js';

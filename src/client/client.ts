@@ -27,6 +27,35 @@ export class WorkflowApiError extends Error {
   readonly serverMessage: string;
 }
 
+/**
+ * A request that got no HTTP answer (refused, reset, DNS, timed out, aborted, or the body could not be
+ * read). The message says which call failed and why, e.g. `POST /api/jobs/…/heartbeat: no answer
+ * within 10 s`. It is a TypeError, as fetch's own network errors are, and `cause` is the underlying
+ * socket error; a timeout is named `TimeoutError`, as fetch's own is, so code checking `err.name`
+ * keeps working.
+ */
+export class WorkflowNetworkError extends TypeError {
+  override name: 'WorkflowNetworkError' | 'TimeoutError';
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly reason: string,
+    readonly timedOut: boolean,
+    cause: unknown,
+  ) {
+    super(`${method} ${path}: ${reason}`, { cause });
+    this.name = timedOut ? 'TimeoutError' : 'WorkflowNetworkError';
+  }
+}
+
+/** Per-call settings of the worker-protocol methods. */
+export interface RequestOptions {
+  /** Overrides the client's `timeoutMs` for this call. */
+  timeoutMs?: number;
+  /** Aborts the call; it then rejects with a {@link WorkflowNetworkError}. */
+  signal?: AbortSignal;
+}
+
 export interface WorkflowClientOptions {
   /** Base URL, e.g. http://localhost:3000. */
   baseUrl: string;
@@ -111,7 +140,12 @@ export class WorkflowClient {
     const path = `/api/workflows/${enc(workflowId)}/jobs/${enc(jobId)}/logs/stream`;
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (opts.lastEventId !== undefined) headers['last-event-id'] = String(opts.lastEventId);
-    const res = await this.fetchImpl(this.baseUrl + path, { headers, signal: opts.signal });
+    let res: Response;
+    try {
+      res = await this.fetchImpl(this.baseUrl + path, { headers, signal: opts.signal });
+    } catch (err) {
+      throw networkError(err, 'GET', path, null, opts.signal);
+    }
     if (!res.ok) throw await apiError(res, 'GET', path);
     if (!res.body) return;
     const queue: EventSourceMessage[] = [];
@@ -131,11 +165,12 @@ export class WorkflowClient {
         parser.feed(decoder.decode(next.value, { stream: true }));
         while (queue.length > 0) {
           const e = queue.shift()!;
-          const data = JSON.parse(e.data) as Record<string, unknown>;
-          if (e.event === 'log') yield { type: 'log', id: Number(e.id), chunk: data as unknown as LogChunkView };
-          else if (e.event === 'attempt') yield { type: 'attempt', attempt: data.attempt as number };
+          // Other events (and comments) are for other readers: their data need not be JSON.
+          if (e.event === 'log') yield { type: 'log', id: Number(e.id), chunk: JSON.parse(e.data) as LogChunkView };
+          else if (e.event === 'attempt') yield { type: 'attempt', attempt: (JSON.parse(e.data) as { attempt: number }).attempt };
           else if (e.event === 'end') {
-            yield { type: 'end', status: data.status as JobState, run_number: (data.run_number as number | null) ?? null };
+            const data = JSON.parse(e.data) as { status: JobState; run_number?: number | null };
+            yield { type: 'end', status: data.status, run_number: data.run_number ?? null };
             return;
           }
         }
@@ -151,39 +186,40 @@ export class WorkflowClient {
     return this.request('GET', '/api/workers');
   }
 
-  registerWorker(workerId: string, labels: string[] = []): Promise<WorkerView> {
-    return this.request('POST', '/api/workers/register', { worker_id: workerId, labels });
+  registerWorker(workerId: string, labels: string[] = [], opts?: RequestOptions): Promise<WorkerView> {
+    return this.request('POST', '/api/workers/register', { worker_id: workerId, labels }, undefined, opts);
   }
 
   // ------------------------------------------------------------- worker protocol
 
   /** The next job that fits, with its lease, or null. */
-  claim(workerId: string, labels: string[] = [], leaseTtlSecs = 30): Promise<ClaimResult | null> {
-    return this.request('POST', '/api/jobs/claim', { worker_id: workerId, labels, lease_ttl_secs: leaseTtlSecs });
+  claim(workerId: string, labels: string[] = [], leaseTtlSecs = 30, opts?: RequestOptions): Promise<ClaimResult | null> {
+    return this.request('POST', '/api/jobs/claim', { worker_id: workerId, labels, lease_ttl_secs: leaseTtlSecs }, undefined, opts);
   }
 
-  heartbeat(leaseId: string): Promise<LeaseView> {
-    return this.request('POST', `/api/jobs/${enc(leaseId)}/heartbeat`);
+  heartbeat(leaseId: string, opts?: RequestOptions): Promise<LeaseView> {
+    return this.request('POST', `/api/jobs/${enc(leaseId)}/heartbeat`, undefined, undefined, opts);
   }
 
-  complete(leaseId: string, outputs: Outputs = {}): Promise<{ ok: true; status: JobState; enqueued: string[] }> {
-    return this.request('POST', `/api/jobs/${enc(leaseId)}/complete`, { outputs });
+  complete(leaseId: string, outputs: Outputs = {}, opts?: RequestOptions): Promise<{ ok: true; status: JobState; enqueued: string[] }> {
+    return this.request('POST', `/api/jobs/${enc(leaseId)}/complete`, { outputs }, undefined, opts);
   }
 
   fail(
     leaseId: string,
     error: string,
     retryable: boolean,
+    opts?: RequestOptions,
   ): Promise<{ ok: true; status: JobState; attempt: number; delayed_until_ms: number }> {
-    return this.request('POST', `/api/jobs/${enc(leaseId)}/fail`, { error, retryable });
+    return this.request('POST', `/api/jobs/${enc(leaseId)}/fail`, { error, retryable }, undefined, opts);
   }
 
-  pushLogs(leaseId: string, chunks: IncomingLogChunk[]): Promise<{ ok: true; accepted: number }> {
-    return this.request('POST', `/api/jobs/${enc(leaseId)}/logs`, { chunks });
+  pushLogs(leaseId: string, chunks: IncomingLogChunk[], opts?: RequestOptions): Promise<{ ok: true; accepted: number }> {
+    return this.request('POST', `/api/jobs/${enc(leaseId)}/logs`, { chunks }, undefined, opts);
   }
 
-  isCancelled(workflowId: string, jobId: string): Promise<boolean> {
-    return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`);
+  isCancelled(workflowId: string, jobId: string, opts?: RequestOptions): Promise<boolean> {
+    return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`, undefined, undefined, opts);
   }
 
   health(): Promise<{ ok: boolean }> {
@@ -197,6 +233,7 @@ export class WorkflowClient {
     path: string,
     body?: unknown,
     query?: Record<string, string | number | undefined>,
+    opts: RequestOptions = {},
   ): Promise<T> {
     let url = this.baseUrl + path;
     if (query) {
@@ -205,16 +242,46 @@ export class WorkflowClient {
       const s = qs.toString();
       if (s) url += `?${s}`;
     }
-    const init: RequestInit = { method, signal: AbortSignal.timeout(this.timeoutMs) };
+    const timeoutMs = Math.max(1, Math.ceil(opts.timeoutMs ?? this.timeoutMs));
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const init: RequestInit = { method, signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers = { 'content-type': 'application/json' };
     }
-    const res = await this.fetchImpl(url, init);
-    if (!res.ok) throw await apiError(res, method, path);
-    const text = await res.text();
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchImpl(url, init);
+      if (!res.ok) throw await apiError(res, method, path);
+      text = await res.text();
+    } catch (err) {
+      if (err instanceof WorkflowApiError) throw err;
+      throw networkError(err, method, path, timeout.aborted ? timeoutMs : null, opts.signal);
+    }
     return (text === '' ? undefined : JSON.parse(text)) as T;
   }
+}
+
+/** Wraps a fetch failure so that its message names the call; `cause` stays the socket-level error. */
+function networkError(err: unknown, method: string, path: string, timedOutAfterMs: number | null, signal?: AbortSignal): WorkflowNetworkError {
+  if (timedOutAfterMs !== null) {
+    const secs = timedOutAfterMs >= 1000 ? Number((timedOutAfterMs / 1000).toFixed(1)) : timedOutAfterMs / 1000;
+    return new WorkflowNetworkError(method, path, `no answer within ${secs} s`, true, err);
+  }
+  if (signal?.aborted) return new WorkflowNetworkError(method, path, 'aborted', false, err);
+  // Node's fetch says only "fetch failed"; what happened is in its cause (ECONNREFUSED, ECONNRESET, …).
+  const inner = err instanceof TypeError && err.cause instanceof Error ? err.cause : err;
+  return new WorkflowNetworkError(method, path, causeText(inner), false, inner);
+}
+
+function causeText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  if (err.message !== '') return err.message;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
+  if (err instanceof AggregateError && err.errors.length > 0) return err.errors.map(causeText).join('; ');
+  return err.name;
 }
 
 const enc = encodeURIComponent;

@@ -1,2 +1,2 @@
-export { WorkflowClient, WorkflowApiError } from './client.js';
-export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions } from './client.js';
+export { WorkflowClient, WorkflowApiError, WorkflowNetworkError } from './client.js';
+export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions, RequestOptions } from './client.js';

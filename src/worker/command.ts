@@ -1,10 +1,8 @@
-import os from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Command } from 'commander';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
 import { createLogger } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
-import { Worker } from './worker.js';
+import { Worker, defaultWorkerId } from './worker.js';
 
 /** Settings of `weft worker`, from the environment (CONTRACT.md "The standalone worker"). */
 export interface WorkerConfig {
@@ -50,7 +48,7 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
   const rawId = env.WORKER_ID;
   let workerId: string;
   if (rawId === undefined || rawId.trim() === '') {
-    workerId = `${os.hostname()}-${randomBytes(3).toString('hex')}`;
+    workerId = defaultWorkerId();
   } else {
     workerId = rawId.trim();
     if (workerId.length > 256) throw new ConfigError(`WORKER_ID is not valid: at most 256 characters, got ${workerId.length}`);
@@ -82,8 +80,22 @@ const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
 export function registerWorkerCommand(program: Command): void {
   program
     .command('worker')
-    .description(
-      'run jobs with `sh -c` (env: SERVER_URL, WORKER_LABELS, WORKER_ID, LEASE_TTL_SECS, HEARTBEAT_SECS, POLL_SECS, CONCURRENCY, LOG_LEVEL)',
+    .description('run jobs with `sh -c`; settings come from the environment (listed below)')
+    .addHelpText(
+      'after',
+      `
+Environment:
+  SERVER_URL        the weft server (default http://localhost:3000)
+  WORKER_LABELS     comma-separated labels; a job fits when its labels are a subset
+  WORKER_ID         this worker's id (default <hostname>-<random>)
+  LEASE_TTL_SECS    lease length requested with each claim, 1..86400 (default 30)
+  HEARTBEAT_SECS    heartbeat interval, below the ttl; at most half of it is advised (default ttl/3)
+  POLL_SECS         wait after a claim that found nothing (default 2)
+  CONCURRENCY       jobs run at once (default 1)
+  CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
+  KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
+  LOG_LEVEL         level of the worker's own JSON logs (default info)
+`,
     )
     .action(async () => {
       let config: WorkerConfig;
@@ -103,8 +115,9 @@ export function registerWorkerCommand(program: Command): void {
         pollSecs: config.pollSecs,
         concurrency: config.concurrency,
         cancelPollSecs: config.cancelPollSecs,
-        // After the last SIGKILL a handler settles within the 2 s it waits for the pipes to close.
-        abortGraceMs: config.killGraceSecs * 1000 + 3000,
+        // After the last SIGKILL a handler settles within the 2 s it waits for the pipes to close; then
+        // up to 2 s go to the job's last log lines and the rest to its failure report.
+        abortGraceMs: config.killGraceSecs * 1000 + 7000,
         logger: log,
         handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000 }),
       });
@@ -137,6 +150,8 @@ export function registerWorkerCommand(program: Command): void {
             () => process.exit(code),
           );
         } else {
+          // The jobs' process groups are SIGKILLed on the way out (see shell.ts).
+          log.warn(`${signal} received a third time: exiting now; killing what the jobs left running`);
           process.exit(128 + (SIGNAL_NUMBERS[signal] ?? 15));
         }
       };
@@ -155,6 +170,12 @@ export function registerWorkerCommand(program: Command): void {
         },
         `weft worker ${worker.workerId} started: labels [${config.labels.join(', ')}], server ${config.serverUrl}, concurrency ${config.concurrency}`,
       );
+      if (config.heartbeatSecs > config.leaseTtlSecs / 2) {
+        log.warn(
+          { heartbeat_secs: config.heartbeatSecs, lease_ttl_secs: config.leaseTtlSecs },
+          `HEARTBEAT_SECS (${config.heartbeatSecs}) is above half of LEASE_TTL_SECS (${config.leaseTtlSecs}): one slow or lost heartbeat can cost a job its lease`,
+        );
+      }
       try {
         await worker.start();
       } catch (err) {

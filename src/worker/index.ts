@@ -1,5 +1,14 @@
 /** The embeddable worker and the shell handler `weft worker` runs. */
-export { Worker, PermanentError, JobAbortedError, parseSetOutput, truncateError, isTransient, MAX_ERROR_CHARS } from './worker.js';
+export {
+  Worker,
+  PermanentError,
+  JobAbortedError,
+  parseSetOutput,
+  truncateError,
+  isTransient,
+  defaultWorkerId,
+  MAX_ERROR_CHARS,
+} from './worker.js';
 export type {
   WorkerOptions,
   WorkerEvents,

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import type { ClaimedJob } from '../engine/engine.js';
 import type { Outputs } from '../domain/types.js';
-import { MAX_ERROR_CHARS, parseSetOutput, type JobContext, type JobHandler } from './worker.js';
+import { MAX_ERROR_CHARS, type JobContext, type JobHandler } from './worker.js';
 
 export interface ShellHandlerOptions {
   /** The shell run as `<shell> -c <command>`; default `sh`. */
@@ -79,12 +79,15 @@ export function jobEnvironment(job: ClaimedJob, base: NodeJS.ProcessEnv = proces
   return env;
 }
 
-/** Splits a byte stream into lines (without the `\n`); over-long lines come out in pieces. */
+/**
+ * Splits a byte stream into lines (without the `\n`); over-long lines come out in pieces, and `eol`
+ * says whether a piece ends its line.
+ */
 class LineSplitter {
   private readonly decoder = new StringDecoder('utf8');
   private buffer = '';
   constructor(
-    private readonly onLine: (line: string) => void,
+    private readonly onLine: (line: string, eol: boolean) => void,
     private readonly maxChars: number,
   ) {}
 
@@ -99,7 +102,7 @@ class LineSplitter {
     }
     this.buffer = start === 0 ? this.buffer : this.buffer.slice(start);
     while (this.buffer.length > this.maxChars) {
-      this.onLine(this.buffer.slice(0, this.maxChars));
+      this.onLine(this.buffer.slice(0, this.maxChars), false);
       this.buffer = this.buffer.slice(this.maxChars);
     }
   }
@@ -111,8 +114,8 @@ class LineSplitter {
   }
 
   private emit(line: string): void {
-    for (let i = 0; i < line.length; i += this.maxChars) this.onLine(line.slice(i, i + this.maxChars));
-    if (line.length === 0) this.onLine('');
+    if (line.length === 0) return this.onLine('', true);
+    for (let i = 0; i < line.length; i += this.maxChars) this.onLine(line.slice(i, i + this.maxChars), i + this.maxChars >= line.length);
   }
 }
 
@@ -137,12 +140,36 @@ function killGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /**
+ * Process groups of commands started here that may still have live processes. A process.exit() (a
+ * third signal to `weft worker`, the end of its abort grace) skips pending timers, and the groups
+ * are not ours to take down with us, so they are SIGKILLed on the way out.
+ */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function trackGroup(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const g of liveGroups) killGroup(g, 'SIGKILL');
+  });
+}
+
+/** @internal The process groups that would be SIGKILLed if this process exited now. */
+export function liveProcessGroups(): number[] {
+  return [...liveGroups];
+}
+
+/**
  * A handler running `job.command` with `sh -c`, as `weft worker` does. Resolves with the outputs set
- * by `::set-output key=value` stdout lines; rejects with a {@link ShellCommandError} on a non-zero exit,
- * or with `ctx.signal.reason` once aborted (after the process group has been killed).
+ * by `::set-output key=value` stdout lines (`ctx.log` parses them into `ctx.outputs`); rejects with a
+ * {@link ShellCommandError} on a non-zero exit, or with `ctx.signal.reason` once aborted (after the
+ * process group has been killed).
  *
  * Processes the command left behind in its group after it exited are terminated too (TERM, then
- * KILL after the grace period), as CI runners do; a process that called `setsid` escapes this.
+ * KILL after the grace period), as CI runners do; a process that called `setsid` escapes this. If
+ * this process exits, every group still alive is SIGKILLed first.
  */
 export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
   const shell = opts.shell ?? 'sh';
@@ -152,7 +179,6 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
   return (job: ClaimedJob, ctx: JobContext): Promise<Outputs> =>
     new Promise<Outputs>((resolve, reject) => {
       if (ctx.signal.aborted) return reject(ctx.signal.reason);
-      const outputs: Outputs = {};
       let stderrTail = '';
       let settled = false;
       const settle = (fn: () => void) => {
@@ -169,45 +195,70 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const pid = child.pid;
+      if (pid !== undefined) trackGroup(pid);
 
-      // Kills the group: TERM now, KILL after the grace period for whatever is still alive.
-      let killTimer: NodeJS.Timeout | null = null;
+      // TERM now, KILL after the grace period. The group is watched so that the KILL timer is
+      // dropped once the group is gone: by then its id may belong to someone else's group.
+      let terminating = false;
       const terminate = () => {
-        if (pid === undefined || killTimer) return;
+        if (pid === undefined || terminating) return;
+        terminating = true;
+        const since = Date.now();
         killGroup(pid, 'SIGTERM');
+        let watch: NodeJS.Timeout | undefined;
+        let killTimer: NodeJS.Timeout | undefined;
+        const forget = () => {
+          clearInterval(watch);
+          clearTimeout(killTimer);
+          liveGroups.delete(pid);
+        };
+        watch = setInterval(() => {
+          if (groupAlive(pid)) return;
+          forget();
+          ctx.logger.info({ pgid: pid, after_ms: Date.now() - since }, 'process group ended after SIGTERM');
+        }, Math.min(100, Math.max(10, killGraceMs / 10)));
         killTimer = setTimeout(() => {
-          if (groupAlive(pid)) killGroup(pid, 'SIGKILL');
+          if (groupAlive(pid)) {
+            killGroup(pid, 'SIGKILL');
+            ctx.logger.warn({ pgid: pid, grace_ms: killGraceMs }, 'process group still alive after the grace period; killed it (SIGKILL)');
+          }
+          // SIGKILL cannot be ignored; an unreaped zombie keeps the id reserved, so nothing is left to watch.
+          forget();
         }, killGraceMs);
       };
       const onAbort = () => {
-        ctx.logger.info({ pid, reason: (ctx.signal.reason as Error | undefined)?.message }, 'killing the process group');
+        ctx.logger.info({ pgid: pid, reason: (ctx.signal.reason as Error | undefined)?.message }, 'killing the process group (SIGTERM)');
         terminate();
       };
       ctx.signal.addEventListener('abort', onAbort, { once: true });
 
-      const out = new LineSplitter((line) => {
-        const kv = parseSetOutput(line);
-        if (kv) outputs[kv[0]] = kv[1];
-        ctx.log(line, 'stdout');
+      // `::set-output` lines are picked up by ctx.log.
+      const out = new LineSplitter((line) => ctx.log(line, 'stdout'), maxLineChars);
+      // The tail comes from decoded lines: raw byte chunks may split a character.
+      const err = new LineSplitter((line, eol) => {
+        ctx.log(line, 'stderr');
+        stderrTail += eol ? `${line}\n` : line;
+        // Cut in big steps: slicing after every line would copy the whole tail each time.
+        if (stderrTail.length > 2 * STDERR_TAIL_CHARS) stderrTail = stderrTail.slice(-STDERR_TAIL_CHARS);
       }, maxLineChars);
-      const err = new LineSplitter((line) => ctx.log(line, 'stderr'), maxLineChars);
       child.stdout!.on('data', (d: Buffer) => out.write(d));
-      child.stderr!.on('data', (d: Buffer) => {
-        err.write(d);
-        stderrTail = (stderrTail + d.toString('utf8')).slice(-STDERR_TAIL_CHARS);
-      });
+      child.stderr!.on('data', (d: Buffer) => err.write(d));
       const streamsClosed = Promise.all(
         [child.stdout!, child.stderr!].map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())))),
       );
 
       child.once('error', (e) => {
         // The shell itself could not be started (ENOENT, EACCES, …).
+        if (pid !== undefined && !groupAlive(pid)) liveGroups.delete(pid);
         settle(() => reject(new Error(`could not start ${shell}: ${e.message}`)));
       });
 
       child.once('exit', (code, signal) => {
         // Leftovers in the group (e.g. `sleep 100 &`) would hold our pipes open and outlive the job.
-        if (pid !== undefined && groupAlive(pid)) terminate();
+        if (pid !== undefined) {
+          if (groupAlive(pid)) terminate();
+          else liveGroups.delete(pid);
+        }
         let waitTimer: NodeJS.Timeout | undefined;
         const waited = new Promise<void>((r) => {
           waitTimer = setTimeout(r, 2000);
@@ -219,8 +270,8 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
           out.end();
           err.end();
           if (ctx.signal.aborted) return settle(() => reject(ctx.signal.reason));
-          if (code === 0) return settle(() => resolve(outputs));
-          settle(() => reject(new ShellCommandError(code, signal, stderrTail)));
+          if (code === 0) return settle(() => resolve({ ...ctx.outputs }));
+          settle(() => reject(new ShellCommandError(code, signal, stderrTail.slice(-STDERR_TAIL_CHARS))));
         });
       });
     });

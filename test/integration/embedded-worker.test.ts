@@ -6,9 +6,22 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { WorkflowClient } from '../../src/client/client.js';
 import type { ClaimedJob } from '../../src/engine/engine.js';
-import { JobAbortedError, PermanentError, Worker, type JobHandler, type WorkerOptions } from '../../src/worker/index.js';
+import {
+  JobAbortedError,
+  PermanentError,
+  Worker,
+  createShellHandler,
+  isTransient,
+  type JobHandler,
+  type WorkerOptions,
+} from '../../src/worker/index.js';
+import { liveProcessGroups } from '../../src/worker/shell.js';
 import { client, until } from '../helpers/http.js';
 import { startInProcess, type InProcessServer } from '../helpers/server.js';
 
@@ -35,6 +48,45 @@ async function createAndRun(api: ReturnType<typeof client>, def: { id: string; [
 
 
 const jobOf = (doc: any, id: string) => doc.jobs.find((j: any) => j.id === id);
+
+/**
+ * A fetch that lets `hook` see (and replace) every request to the real server; `forward()` sends it on.
+ */
+function fetchWith(hook: (url: string, init: RequestInit | undefined, forward: () => Promise<Response>) => Promise<Response>): typeof fetch {
+  return (input, init) => hook(String(input), init, () => fetch(input, init));
+}
+
+/** A client whose requests all go through `hook`. */
+function hookedClient(srv: InProcessServer, hook: Parameters<typeof fetchWith>[0], timeoutMs?: number) {
+  return new WorkflowClient({ baseUrl: srv.url, fetch: fetchWith(hook), timeoutMs });
+}
+
+const unavailable = () =>
+  new Response(JSON.stringify({ error: 'unavailable', message: 'simulated outage' }), { status: 503, headers: { 'content-type': 'application/json' } });
+
+/** A request that never gets an answer; it fails only when its signal aborts (a timeout, say). */
+const hangUntilAborted = (init: RequestInit | undefined) =>
+  new Promise<Response>((_, reject) => {
+    const signal = init?.signal;
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Alive and not a zombie (an orphan's zombie may linger when PID 1 does not reap). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}
 
 /** Resolves with the signal's reason once it aborts. */
 const aborted = (signal: AbortSignal) =>
@@ -71,7 +123,7 @@ test('outputs: returned, setOutput and ::set-output lines; downstream handlers s
   assert.equal(jobOf(doc, 'build').worker_id, w.workerId);
 });
 
-test('ctx.log: chunks stored in order with streams, shipped while the handler runs, many batches', async (t) => {
+test('ctx.log: text stored in order with streams, shipped while the handler runs, lines merged into chunks', async (t) => {
   const { srv, api } = await setup(t);
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
@@ -102,9 +154,11 @@ test('ctx.log: chunks stored in order with streams, shipped while the handler ru
   release();
   assert.equal((await api.settled('logs')).status, 'success');
   const all = (await api.get('/api/workflows/logs/jobs/j/logs')).body as any[];
-  assert.equal(all.length, 2502);
   all.forEach((c, i) => assert.equal(c.sequence, i));
-  assert.equal(all[2501].data, 'line 2499\n');
+  const text = all.slice(2).map((c) => c.data).join('');
+  assert.equal(text, Array.from({ length: 2500 }, (_, i) => `line ${i}\n`).join(''));
+  // Consecutive lines of one stream share a chunk: far fewer rows than lines.
+  assert.ok(all.length < 50, `${all.length} chunks for 2502 lines`);
 });
 
 test('a thrown error is retried, then failed; a PermanentError fails at once', async (t) => {
@@ -288,4 +342,392 @@ test('an unreachable server neither crashes start() nor stop()', async (t) => {
   assert.throws(() => new Worker({ handler: async () => {}, leaseTtlSecs: 10, heartbeatSecs: 10 }), /heartbeatSecs/);
   assert.throws(() => new Worker({ handler: async () => {}, concurrency: 0 }), /concurrency/);
   t.diagnostic('ok');
+});
+
+// ------------------------------------------------------------------- leases, reports and events
+
+test('a hung server: the job is aborted when its lease runs out locally, not when a heartbeat request finally times out', async (t) => {
+  const { srv, api } = await setup(t);
+  const heartbeatSignals: AbortSignal[] = [];
+  let hang = true;
+  t.after(() => {
+    hang = false;
+  });
+  const client = hookedClient(
+    srv,
+    async (url, init, forward) => {
+      if (hang && url.endsWith('/heartbeat')) {
+        heartbeatSignals.push(init!.signal!);
+        return hangUntilAborted(init);
+      }
+      return forward();
+    },
+    // Far longer than the lease: only the lease itself may decide when the job is given up.
+    30_000,
+  );
+  let reason: unknown;
+  let startedAt = 0;
+  let abortedAfterMs = 0;
+  const w = await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      startedAt = performance.now();
+      reason = await aborted(ctx.signal);
+      abortedAfterMs = performance.now() - startedAt;
+    },
+    { client, leaseTtlSecs: 2 },
+  );
+  const abandoned: string[] = [];
+  w.on('job:abandoned', (e) => abandoned.push(e.reason));
+  await createAndRun(api, { id: 'hung', jobs: { j: { retries: 1, run: 'u' } } });
+  await until(() => abandoned.length === 1, 'the job to be given up at its lease expiry', 6000);
+  assert.ok(reason instanceof JobAbortedError);
+  assert.equal(reason.reason, 'lease_lost');
+  assert.match(reason.message, /lease expired/);
+  assert.ok(abortedAfterMs < 2000 + 1000, `aborted ${Math.round(abortedAfterMs)} ms after start`);
+  // Each heartbeat request was cut short at the next heartbeat or the lease's end, not after 30 s.
+  assert.ok(heartbeatSignals.length >= 1);
+  assert.ok(heartbeatSignals.every((s) => s.aborted), 'every hung heartbeat request was aborted');
+});
+
+test('a /logs endpoint that keeps failing does not hold back a finished job\'s result', async (t) => {
+  const { srv, api } = await setup(t);
+  let logAttempts = 0;
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    if (url.endsWith('/logs')) {
+      logAttempts++;
+      return unavailable();
+    }
+    return forward();
+  });
+  const w = await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      ctx.log('this line never gets through');
+      return { done: 'yes' };
+    },
+    { client, logDrainSecs: 0.5, maxBackoffSecs: 0.2 },
+  );
+  await createAndRun(api, { id: 'stuck-logs', jobs: { j: { run: 'u' } } });
+  const doc = await api.settled('stuck-logs', 8000);
+  assert.equal(jobOf(doc, 'j').status, 'success');
+  assert.deepEqual(jobOf(doc, 'j').outputs, { done: 'yes' });
+  assert.ok(logAttempts >= 1);
+  assert.equal(w.stats.succeeded, 1);
+});
+
+test('a throwing event listener breaks neither the claim loop nor the report', async (t) => {
+  const { srv, api } = await setup(t);
+  let completes = 0;
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    if (url.endsWith('/complete')) completes++;
+    return forward();
+  });
+  const w = await startWorker(t, srv, async (job) => ({ id: job.job_id }), { client });
+  w.on('job:start', () => {
+    throw new Error('a buggy job:start listener');
+  });
+  w.on('job:done', () => {
+    throw new Error('a buggy job:done listener');
+  });
+  await createAndRun(api, { id: 'listeners', jobs: { a: { run: 'u' }, b: { needs: 'a', run: 'u' } } });
+  const doc = await api.settled('listeners');
+  assert.equal(doc.status, 'success');
+  assert.deepEqual(jobOf(doc, 'b').outputs, { id: 'b' });
+  assert.equal(completes, 2, 'each result was sent once');
+  assert.equal(w.stats.succeeded, 2);
+});
+
+test('a report whose answer was lost (then 409 lease_completed / lease_failed) counts as reported', async (t) => {
+  const { srv, api } = await setup(t);
+  const lose = new Set(['/complete', '/fail']);
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    const kind = url.slice(url.lastIndexOf('/'));
+    if (!lose.has(kind)) return forward();
+    lose.delete(kind);
+    // The server handles the request; its answer never arrives.
+    await (await forward()).text();
+    throw new TypeError('fetch failed (simulated: connection reset before the answer)');
+  });
+  const w = await startWorker(
+    t,
+    srv,
+    async (job) => {
+      if (job.job_id === 'bad') throw new PermanentError('bad input');
+      return { v: '1' };
+    },
+    { client, maxBackoffSecs: 0.1 },
+  );
+  const events: string[] = [];
+  w.on('job:done', (e) => events.push(`done ${e.job.job_id} ${e.status}`));
+  w.on('job:failed', (e) => events.push(`failed ${e.job.job_id} ${e.status} retryable=${e.retryable}`));
+  w.on('job:abandoned', (e) => events.push(`abandoned ${e.job.job_id} ${e.reason}`));
+  await createAndRun(api, { id: 'lost-answers', jobs: { ok: { run: 'u' }, bad: { needs: 'ok', run: 'u' } } });
+  const doc = await api.settled('lost-answers');
+  assert.deepEqual(jobOf(doc, 'ok').outputs, { v: '1' });
+  assert.equal(jobOf(doc, 'bad').status, 'failed');
+  await until(() => events.length === 2, 'both reports to be settled');
+  assert.deepEqual(events, ['done ok success', 'failed bad failed retryable=false']);
+  assert.deepEqual({ ...w.stats, running: 0 }, { claimed: 2, succeeded: 1, failed: 1, abandoned: 0, running: 0 });
+});
+
+test('stop({ abort: true }): heartbeats go on until the failure report lands, even when the handler takes longer than the lease to stop', async (t) => {
+  const { srv, api } = await setup(t);
+  let reason: unknown;
+  const w = await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      reason = await aborted(ctx.signal);
+      // Cleaning up takes twice the lease.
+      await delay(2000);
+      throw reason;
+    },
+    { leaseTtlSecs: 1 },
+  );
+  const abandoned: string[] = [];
+  w.on('job:abandoned', (e) => abandoned.push(e.reason));
+  await createAndRun(api, { id: 'slow-stop', jobs: { j: { retries: 1, run: 'u' } } });
+  await until(() => w.stats.running === 1, 'the job to start');
+  await w.stop({ abort: true });
+  assert.ok(reason instanceof JobAbortedError);
+  assert.deepEqual(abandoned, ['shutdown']);
+  const j = jobOf(await api.status('slow-stop'), 'j');
+  assert.equal(j.status, 'queued');
+  assert.equal(j.attempt, 1);
+  assert.match(j.error, /shut down/, 'the worker\'s failure report landed (not a lease expiry)');
+});
+
+// ----------------------------------------------------------------------------------- log shipping
+
+test('while /logs fails, output keeps flowing but pushes back off', async (t) => {
+  const { srv, api } = await setup(t);
+  const attempts: number[] = [];
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    if (!url.endsWith('/logs')) return forward();
+    attempts.push(performance.now());
+    if (attempts.length > 4) return forward();
+    // A slow failure: output keeps arriving while the request is out.
+    await delay(50);
+    return unavailable();
+  });
+  await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      const deadline = performance.now() + 15_000;
+      for (let i = 0; attempts.length < 5 && performance.now() < deadline; i++) {
+        ctx.log(`tick ${i}`);
+        await delay(10);
+      }
+      return {};
+    },
+    { client, maxBackoffSecs: 1 },
+  );
+  await createAndRun(api, { id: 'backoff', jobs: { j: { run: 'u' } } });
+  assert.equal((await api.settled('backoff', 20_000)).status, 'success');
+  const gaps = attempts.slice(1, 5).map((at, i) => at - attempts[i]!);
+  // Backoff after failures 1, 2, 3: 500 ms, 1 s, 1 s (capped), each -20 %; a push every 10 ms changes nothing.
+  assert.ok(gaps[0]! >= 380, `gaps ${gaps.map(Math.round)}`);
+  assert.ok(gaps[1]! >= 780 && gaps[2]! >= 780 && gaps[3]! >= 780, `gaps ${gaps.map(Math.round)}`);
+  const text = (await api.get('/api/workflows/backoff/jobs/j/logs')).body.map((c: any) => c.data).join('');
+  assert.match(text, /^tick 0\ntick 1\n/, 'nothing was lost meanwhile');
+});
+
+test('the log buffer is bounded in chunks too: alternating streams while /logs is down drop lines with a notice', async (t) => {
+  const { srv, api } = await setup(t);
+  let down = true;
+  let failures = 0;
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    if (down && url.endsWith('/logs')) {
+      failures++;
+      return unavailable();
+    }
+    return forward();
+  });
+  await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      ctx.log('before');
+      await until(() => failures > 0, 'a failed push');
+      // Nothing merges: every line starts a chunk of its own.
+      for (let i = 0; i < 15_000; i++) ctx.log(`l${i}`, i % 2 === 0 ? 'stdout' : 'stderr');
+      down = false;
+      return {};
+    },
+    { client, maxBackoffSecs: 0.2 },
+  );
+  await createAndRun(api, { id: 'bounded', jobs: { j: { run: 'u' } } });
+  assert.equal((await api.settled('bounded', 20_000)).status, 'success');
+  const chunks = (await api.get('/api/workflows/bounded/jobs/j/logs')).body as any[];
+  chunks.forEach((c, i) => assert.equal(c.sequence, i));
+  assert.ok(chunks.length <= 10_001, `${chunks.length} chunks stored`);
+  const notice = chunks.find((c) => /log chunk\(s\) dropped/.test(c.data));
+  assert.ok(notice, 'a notice says lines were dropped');
+  assert.equal(notice.stream, 'stderr');
+  // What was kept is the start of the output, in order.
+  const kept = chunks.filter((c) => c !== notice).map((c) => c.data);
+  assert.equal(kept[0], 'before\n');
+  kept.slice(1).forEach((d, i) => assert.equal(d, `l${i}\n`));
+  const dropped = Number(/(\d+) log chunk/.exec(notice.data)![1]);
+  assert.equal(kept.length - 1 + dropped, 15_000);
+});
+
+test('after a cancel, the last log lines go out in full, not just one batch', async (t) => {
+  const { srv, api } = await setup(t);
+  const line = (i: number) => `${String(i).padStart(4, '0')} ${'x'.repeat(995)}`;
+  const w = await startWorker(
+    t,
+    srv,
+    async (_job, ctx) => {
+      ctx.log('waiting');
+      await aborted(ctx.signal);
+      // 300 KB: more than one push can carry.
+      for (let i = 0; i < 300; i++) ctx.log(line(i));
+    },
+    { cancelPollSecs: 0.1 },
+  );
+  const abandoned: string[] = [];
+  w.on('job:abandoned', (e) => abandoned.push(e.reason));
+  await createAndRun(api, { id: 'last-words', jobs: { j: { run: 'u' } } });
+  await until(async () => jobOf(await api.status('last-words'), 'j').status === 'running', 'the job to run');
+  await api.post('/api/workflows/last-words/cancel');
+  await until(() => abandoned.length === 1, 'the job to be abandoned', 5000);
+  const text = (await api.get('/api/workflows/last-words/jobs/j/logs')).body.map((c: any) => c.data).join('');
+  assert.equal(text, ['waiting', ...Array.from({ length: 300 }, (_, i) => line(i))].join('\n') + '\n');
+});
+
+// --------------------------------------------------------------------------------- the shell handler
+
+test('shell handler: the stderr tail keeps a multibyte character split across reads', async (t) => {
+  const { srv, api } = await setup(t);
+  await startWorker(t, srv, createShellHandler());
+  // € is E2 82 AC; the sleep makes the worker read its bytes in two pieces.
+  const run = "printf 'start \\342\\202' >&2; sleep 0.2; printf '\\254 end\\n' >&2; exit 3";
+  await createAndRun(api, { id: 'utf8', jobs: { j: { run } } });
+  const j = jobOf(await api.settled('utf8'), 'j');
+  assert.equal(j.status, 'failed');
+  assert.ok(j.error.endsWith('start € end'), JSON.stringify(j.error));
+  assert.ok(!j.error.includes('\uFFFD'), JSON.stringify(j.error));
+});
+
+test('shell handler: a killed process group is forgotten (and its SIGKILL timer dropped) as soon as it is gone', async (t) => {
+  const { srv, api } = await setup(t);
+  const dir = fs.mkdtempSync(path.join(srv.dir, 'pg-'));
+  const pidFile = path.join(dir, 'pid');
+  await startWorker(t, srv, createShellHandler({ killGraceMs: 60_000 }), { cancelPollSecs: 0.1 });
+  await createAndRun(api, { id: 'pg', jobs: { j: { run: `echo $$ > ${pidFile}; sleep 300` } } });
+  const pgid = await until(() => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) || null : null), 'the job to start');
+  assert.ok(liveProcessGroups().includes(pgid), 'a running job\'s group is tracked');
+  await api.post('/api/workflows/pg/cancel');
+  await until(() => !alive(pgid), 'the job to be killed', 5000);
+  // Far sooner than the 60 s grace: nothing is left to SIGKILL later, when the id may be someone else's.
+  await until(() => !liveProcessGroups().includes(pgid), 'the group to be forgotten', 3000);
+
+  await createAndRun(api, { id: 'pg2', jobs: { j: { run: 'true' } } });
+  assert.equal((await api.settled('pg2')).status, 'success');
+  assert.deepEqual(liveProcessGroups(), [], 'a group that ended by itself is not tracked either');
+});
+
+// ------------------------------------------------------------------------------------ the claim loop
+
+test('an idle worker with CONCURRENCY 4 sends one claim at a time', async (t) => {
+  const { srv } = await setup(t);
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let claims = 0;
+  const client = hookedClient(srv, async (url, _init, forward) => {
+    if (!url.endsWith('/claim')) return forward();
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    try {
+      await delay(20);
+      return await forward();
+    } finally {
+      inFlight--;
+      claims++;
+    }
+  });
+  await startWorker(t, srv, async () => ({}), { client, concurrency: 4, pollSecs: 0.05 });
+  await until(() => claims >= 8, 'a few polls');
+  assert.equal(maxInFlight, 1);
+});
+
+test('a freed slot claims queued work at once, without waiting for the poll interval', async (t) => {
+  const { srv, api } = await setup(t);
+  const started = new Set<string>();
+  let release!: () => void;
+  const bothRunning = new Promise<void>((r) => (release = r));
+  // a runs first; finishing it queues b and c while the other slot is in its 30 s wait after finding nothing.
+  await createAndRun(api, { id: 'fan', jobs: { a: { run: 'u' }, b: { needs: 'a', run: 'u' }, c: { needs: 'a', run: 'u' } } });
+  await startWorker(
+    t,
+    srv,
+    async (job) => {
+      if (job.job_id === 'a') return {};
+      started.add(job.job_id);
+      if (started.size === 2) release();
+      await bothRunning;
+      return {};
+    },
+    { concurrency: 2, pollSecs: 30 },
+  );
+  await until(() => started.size === 2, 'b and c to run side by side', 5000);
+  assert.equal((await api.settled('fan')).status, 'success');
+});
+
+// ---------------------------------------------------------------------------------------- the client
+
+test('client: a network failure names the call and its cause, a timeout says how long it waited; both stay transient', async () => {
+  // A port that was just free: nothing listens there.
+  const probe = net.createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const port = (probe.address() as net.AddressInfo).port;
+  await new Promise((r) => probe.close(r));
+  const refused = new WorkflowClient({ baseUrl: `http://127.0.0.1:${port}` });
+  const err1 = await refused.heartbeat('lease-1').then(
+    () => assert.fail('no server listens there'),
+    (e: unknown) => e,
+  );
+  assert.ok(err1 instanceof TypeError, String(err1));
+  assert.match(err1.message, /^POST \/api\/jobs\/lease-1\/heartbeat: .*ECONNREFUSED/);
+  assert.ok(isTransient(err1));
+
+  const hung = new WorkflowClient({ baseUrl: 'http://127.0.0.1:9', fetch: (_input, init) => hangUntilAborted(init), timeoutMs: 30_000 });
+  const t0 = performance.now();
+  // The timeout's timer does not keep the process alive (a real request's socket would).
+  const keepAlive = setInterval(() => undefined, 1000);
+  const err2 = await hung
+    .complete('lease-2', {}, { timeoutMs: 50 })
+    .then(
+      () => assert.fail('it never answers'),
+      (e: unknown) => e,
+    )
+    .finally(() => clearInterval(keepAlive));
+  assert.ok(performance.now() - t0 < 10_000, 'the per-call timeout was used');
+  assert.match(String((err2 as Error).message), /^POST \/api\/jobs\/lease-2\/complete: no answer within 0\.05 s$/);
+  assert.equal((err2 as Error).name, 'TimeoutError');
+  assert.ok(isTransient(err2));
+});
+
+test('client: streamLogs ignores events it does not know, whatever their data', async () => {
+  const body = [
+    'event: ping\ndata: not json at all\n\n',
+    ': a comment\n\n',
+    'event: log\nid: 0\ndata: {"sequence":0,"data":"hi\\n","stream":"stdout","attempt":0}\n\n',
+    'event: end\ndata: {"status":"success","run_number":1}\n\n',
+  ].join('');
+  const sse: typeof fetch = async () => new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  const c = new WorkflowClient({ baseUrl: 'http://127.0.0.1:9', fetch: sse });
+  const events: any[] = [];
+  for await (const ev of c.streamLogs('wf', 'job')) events.push(ev);
+  assert.deepEqual(
+    events.map((e) => e.type),
+    ['log', 'end'],
+  );
+  assert.equal(events[0].chunk.data, 'hi\n');
+  assert.deepEqual(events[1], { type: 'end', status: 'success', run_number: 1 });
 });

@@ -52,6 +52,23 @@ async function logs(api: Api, wf: string, job: string): Promise<any[]> {
   return r.body;
 }
 
+/**
+ * The log as [stream, line] pairs. The worker merges consecutive lines of one stream into one chunk
+ * per push, so chunk boundaries depend on timing; the lines, their streams and their order do not.
+ * Checks on the way that sequences count up from 0 and that no chunk ends mid-line.
+ */
+function lines(chunks: any[]): [string, string][] {
+  chunks.forEach((c, i) => assert.equal(c.sequence, i, `chunk ${i} has sequence ${c.sequence}`));
+  const out: [string, string][] = [];
+  for (const c of chunks) {
+    assert.ok(c.data.endsWith('\n'), `chunk ${c.sequence} ends mid-line: ${JSON.stringify(c.data)}`);
+    for (const line of c.data.slice(0, -1).split('\n')) out.push([c.stream, line]);
+  }
+  return out;
+}
+
+const stdoutText = (chunks: any[]) => lines(chunks).map(([, l]) => l);
+
 /** Alive and not a zombie (an orphan's zombie may linger when PID 1 does not reap). */
 function alive(pid: number): boolean {
   try {
@@ -97,17 +114,16 @@ test('outputs flow downstream through UPSTREAM_* and WEFT_UPSTREAM_OUTPUTS; WEFT
   assert.equal(doc.status, 'success', JSON.stringify(doc.jobs));
   assert.deepEqual(jobOf(doc, 'build-x').outputs, { version: '1.2.3', 'file.name': 'a b=c' });
   assert.deepEqual(jobOf(doc, 'test').outputs, { seen: '1.2.3' });
-  const lines = (await logs(api, 'flow', 'test')).map((c) => c.data);
-  assert.deepEqual(lines, [
-    'v=1.2.3\n',
-    'f=a b=c\n',
-    `json=${JSON.stringify({ 'build-x': { version: '1.2.3', 'file.name': 'a b=c' } })}\n`,
-    'ids=flow/test/1/0\n',
-    'env=hi/job\n',
-    '::set-output seen=1.2.3\n',
+  assert.deepEqual(stdoutText(await logs(api, 'flow', 'test')), [
+    'v=1.2.3',
+    'f=a b=c',
+    `json=${JSON.stringify({ 'build-x': { version: '1.2.3', 'file.name': 'a b=c' } })}`,
+    'ids=flow/test/1/0',
+    'env=hi/job',
+    '::set-output seen=1.2.3',
   ]);
   // The ::set-output line is logged as well.
-  assert.ok((await logs(api, 'flow', 'build-x')).some((c) => c.data === '::set-output version=1.2.3\n'));
+  assert.ok(stdoutText(await logs(api, 'flow', 'build-x')).includes('::set-output version=1.2.3'));
 });
 
 test('stdout and stderr lines arrive as ordered chunks with their stream', async (t) => {
@@ -121,17 +137,16 @@ test('stdout and stderr lines arrive as ordered chunks with their stream', async
   const doc = await api.settled('streams');
   assert.equal(doc.status, 'success', JSON.stringify(doc.jobs));
   const chunks = await logs(api, 'streams', 'j');
-  assert.deepEqual(
-    chunks.map((c) => [c.sequence, c.stream, c.data]),
-    [
-      [0, 'stdout', 'out-1\n'],
-      [1, 'stderr', 'err-1\n'],
-      [2, 'stdout', 'out-2\n'],
-      [3, 'stderr', 'err-2\n'],
-      [4, 'stdout', 'out-3\n'],
-      [5, 'stdout', 'out-4\n'],
-    ],
-  );
+  assert.deepEqual(lines(chunks), [
+    ['stdout', 'out-1'],
+    ['stderr', 'err-1'],
+    ['stdout', 'out-2'],
+    ['stderr', 'err-2'],
+    ['stdout', 'out-3'],
+    ['stdout', 'out-4'],
+  ]);
+  // A change of stream starts a new chunk; lines of one stream that go out together share one.
+  assert.ok(chunks.length >= 5 && chunks.length <= 6, `${chunks.length} chunks`);
   for (const c of chunks) assert.ok(c.timestamp_ms > 0 && c.attempt === 0);
 });
 
@@ -157,14 +172,12 @@ test('a failing command is retried, then failed with the exit code and stderr ta
   assert.equal(jobOf(doc, 'after').status, 'skipped');
   // Each attempt's logs start at sequence 0.
   const attempt0 = await api.get('/api/workflows/fails/jobs/flaky/logs?attempt=0');
-  assert.deepEqual(
-    attempt0.body.map((c: any) => [c.sequence, c.data]),
-    [
-      [0, 'working\n'],
-      [1, 'first line\n'],
-      [2, 'boom at attempt 0\n'],
-    ],
-  );
+  assert.equal(attempt0.body[0].sequence, 0);
+  assert.deepEqual(lines(attempt0.body), [
+    ['stdout', 'working'],
+    ['stderr', 'first line'],
+    ['stderr', 'boom at attempt 0'],
+  ]);
 
   // More than 10 KB of stderr: the error stays within 4096 characters and still ends with the tail.
   await createAndRun(api, {
@@ -183,7 +196,7 @@ test('cancel kills the whole process tree within seconds; the worker then claims
   const sb = sandbox(t);
   const srv = await server(t, sb);
   const api = client(srv.url);
-  await worker(t, sb, srv.url);
+  const w = await worker(t, sb, srv.url);
   const pidFile = path.join(sb.dir, 'pids');
   await createAndRun(api, {
     id: 'long',
@@ -208,6 +221,8 @@ test('cancel kills the whole process tree within seconds; the worker then claims
   assert.ok(Date.now() - cancelledAt < 8_000);
   const doc = await api.status('long');
   assert.equal(jobOf(doc, 'j').status, 'cancelled');
+  // The worker's log says plainly how the job ended.
+  await w.waitFor(/job cancelled after \d+\.\d s; handler stopped; nothing reported/, 5000);
 
   await createAndRun(api, { id: 'next', jobs: { j: { run: 'echo "::set-output ok=yes"' } } });
   const next = await api.settled('next');
@@ -254,7 +269,7 @@ test('heartbeats keep a job that outlives its lease TTL from being re-run', asyn
   assert.equal(j.attempt, 0, 'never re-queued');
   assert.equal(j.error, null);
   assert.ok(j.duration_secs >= 4.5, `ran ${j.duration_secs}s`);
-  assert.deepEqual((await logs(api, 'slow', 'j')).map((c) => c.data), ['start\n', 'done\n']);
+  assert.deepEqual(stdoutText(await logs(api, 'slow', 'j')), ['start', 'done']);
 });
 
 test('SIGTERM: the running job finishes and is reported, nothing new is claimed, exit 0', async (t) => {
@@ -294,6 +309,48 @@ test('a second SIGTERM aborts the running job: its processes are killed and the 
   assert.equal(j.status, 'queued', 'handed back for a retry at once');
   assert.equal(j.attempt, 1);
   assert.match(j.error, /shut down/);
+  assert.match(w.output(), /job aborted by shutdown after \d+\.\d s; handler stopped; failure reported \(job queued\)/);
+});
+
+test('a third signal exits at once, and the job\'s processes do not outlive the worker', async (t) => {
+  const sb = sandbox(t);
+  const srv = await server(t, sb);
+  const api = client(srv.url);
+  // SIGKILL would come only after a minute; the job shrugs off SIGTERM.
+  const w = await worker(t, sb, srv.url, { KILL_GRACE_SECS: '60' });
+  const pidFile = path.join(sb.dir, 'pid');
+  await createAndRun(api, { id: 'stubborn', jobs: { j: { run: `trap "" TERM; sleep 300 & echo $! > ${pidFile}; wait` } } });
+  const pid = await until(() => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) || null : null), 'the job to start');
+  t.after(() => {
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  w.kill('SIGTERM');
+  await w.waitFor(/waiting for running jobs to finish/);
+  w.kill('SIGTERM');
+  await w.waitFor(/killing the process group/);
+  assert.ok(alive(pid), 'the job ignores SIGTERM');
+  w.kill('SIGTERM');
+  assert.equal(await w.exited, 143, w.output());
+  await until(() => !alive(pid), 'the job\'s process to be killed with the worker', 3000, 20);
+});
+
+test('`weft worker --help` lists every setting; HEARTBEAT_SECS above half the ttl is warned about', async (t) => {
+  const sb = sandbox(t);
+  const help = track(t, spawnWeft(['worker', '--help'], WORKER_DEFAULTS, sb.dir));
+  assert.equal(await help.exited, 0, help.output());
+  for (const name of ['SERVER_URL', 'WORKER_LABELS', 'WORKER_ID', 'LEASE_TTL_SECS', 'HEARTBEAT_SECS', 'POLL_SECS', 'CONCURRENCY', 'CANCEL_POLL_SECS', 'KILL_GRACE_SECS', 'LOG_LEVEL']) {
+    assert.match(help.output(), new RegExp(`^\\s+${name}\\s`, 'm'), `--help lists ${name}`);
+  }
+
+  const w = track(
+    t,
+    spawnWeft(['worker'], { ...WORKER_DEFAULTS, SERVER_URL: 'http://127.0.0.1:9', LEASE_TTL_SECS: '10', HEARTBEAT_SECS: '6' }, sb.dir),
+  );
+  await w.waitFor(/HEARTBEAT_SECS \(6\) is above half of LEASE_TTL_SECS \(10\)/);
+  const quiet = track(t, spawnWeft(['worker'], { ...WORKER_DEFAULTS, SERVER_URL: 'http://127.0.0.1:9', LEASE_TTL_SECS: '10', HEARTBEAT_SECS: '5' }, sb.dir));
+  // Logged after the start line, where the warning would be.
+  await quiet.waitFor(/could not register with the server/);
+  assert.doesNotMatch(quiet.output(), /HEARTBEAT_SECS/);
 });
 
 test('the worker survives a server restart on the same port and database', async (t) => {
