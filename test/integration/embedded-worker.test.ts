@@ -24,6 +24,7 @@ import {
 import { liveProcessGroups } from '../../src/worker/shell.js';
 import { client, until } from '../helpers/http.js';
 import { startInProcess, type InProcessServer } from '../helpers/server.js';
+import { alive } from '../helpers/process.js';
 
 const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
@@ -73,20 +74,6 @@ const hangUntilAborted = (init: RequestInit | undefined) =>
 
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Alive and not a zombie (an orphan's zombie may linger when PID 1 does not reap). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
-}
 
 /** Resolves with the signal's reason once it aborts. */
 const aborted = (signal: AbortSignal) =>

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
 import { ROOT, sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { alive } from '../helpers/process.js';
 
 const sandbox = (t: TestContext) => makeSandbox(t, 'weft-worker-');
 
@@ -69,20 +70,6 @@ function lines(chunks: any[]): [string, string][] {
 
 const stdoutText = (chunks: any[]) => lines(chunks).map(([, l]) => l);
 
-/** Alive and not a zombie (an orphan's zombie may linger when PID 1 does not reap). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
-}
 
 // --------------------------------------------------------------------------------------- the tests
 
