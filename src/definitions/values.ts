@@ -56,6 +56,11 @@ export function readString(value: unknown, at: At, opts: { nonEmpty?: boolean } 
     at.issues.add(at.job, at.field, 'must not be empty');
     return undefined;
   }
+  // A NUL cannot reach `sh -c` and PostgreSQL text refuses it: say so here, not at run time.
+  if (value.includes('\u0000')) {
+    at.issues.add(at.job, at.field, 'must not contain a NUL character (\\u0000)');
+    return undefined;
+  }
   return value;
 }
 

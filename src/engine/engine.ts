@@ -415,7 +415,7 @@ export class Engine {
         return { kind: 'ignored' as const, status: check.job.status, attempt: check.job.attempt, delayed_until_ms: 0 };
       }
       await ops.updateLease(leaseId, { state: 'failed' });
-      const r = await this.applyFailure(ops, check.job, error, retryable, now, changes);
+      const r = await this.applyFailure(ops, check.job, storableText(error), retryable, now, changes);
       return { kind: 'done' as const, ...r };
     });
     this.announce(changes);
@@ -449,7 +449,7 @@ export class Engine {
           attempt: lease.attempt,
           sequence: c.sequence,
           stream: c.stream ?? 'stdout',
-          data: c.data,
+          data: storableText(c.data),
           timestamp_ms: c.timestamp_ms ?? now,
         };
       });
@@ -683,6 +683,14 @@ export class Engine {
     for (const c of changes.jobs) this.events.emit('job', c);
     for (const c of changes.logs) this.events.emit('logs', c);
   }
+}
+
+/**
+ * Job output is arbitrary bytes decoded as text and may hold NUL, which PostgreSQL text columns
+ * refuse; every store keeps the same U+FFFD in its place so logs read back alike everywhere.
+ */
+function storableText(s: string): string {
+  return s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s;
 }
 
 function claimedJob(job: JobRecord): ClaimedJob {

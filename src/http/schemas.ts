@@ -11,7 +11,8 @@ export const labelsSchema = {
   maxItems: 256,
 } as const;
 
-export const workerIdSchema = { type: 'string', minLength: 1, maxLength: 256 } as const;
+// No NUL: it cannot be stored as text in PostgreSQL, and no real worker id needs one.
+export const workerIdSchema = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' } as const;
 
 export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Store } from './store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
+import { PostgresStore } from './postgres/postgres-store.js';
 
 export type { Store, StoreOps } from './store.js';
 export * from './store.js';
@@ -37,5 +38,5 @@ export async function openStore(url: string | undefined, opts: OpenStoreOptions 
   if (loc.kind === 'sqlite') {
     return new SqliteStore(loc.file, { synchronous: opts.sqliteSynchronous ?? 'FULL' });
   }
-  throw new Error('DATABASE_URL names PostgreSQL, but this build of weft ships only the SQLite store');
+  return PostgresStore.open(loc.url);
 }

@@ -497,3 +497,20 @@ describe('workers', () => {
     assert.equal(after.current_job, null);
   });
 });
+
+describe('text that PostgreSQL cannot store', () => {
+  test('NUL in log data and in a failure error is kept as U+FFFD; a worker id with NUL is a 400', async () => {
+    const tag = uid('nul');
+    const wf = await workflow({ j: { run: 'x', labels: [tag] } });
+    await api.run(wf);
+    const c = (await api.claim('w', [tag]))!;
+    const pushed = await api.post(`/api/jobs/${c.lease.lease_id}/logs`, { chunks: [{ sequence: 0, data: 'a\u0000b\n' }] });
+    assert.equal(pushed.status, 200);
+    const logs = await api.get(`/api/workflows/${wf}/jobs/j/logs`);
+    assert.equal(logs.body[0].data, 'a\uFFFDb\n');
+    await api.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'bad\u0000byte' });
+    assert.equal((await api.jobState(wf, 'j')).error, 'bad\uFFFDbyte');
+    const r = await api.post('/api/jobs/claim', { worker_id: 'w\u0000x', labels: [] });
+    assert.equal(r.status, 400);
+  });
+});

@@ -831,3 +831,10 @@ test('ids made only of dots are refused: URL normalisation would rewrite them', 
   }
   assert.equal(parseWorkflowObject({ id: 'a.b', jobs: { 'v1.2': { run: 'x' } } }, { source: 'body' }).id, 'a.b');
 });
+
+test('a NUL character in a string is refused with the job and field named', () => {
+  assert.throws(
+    () => parseWorkflowObject({ id: 'n', jobs: { a: { run: 'echo a\u0000b' } } }, { source: 'body' }),
+    (err: any) => err.issues.some((i: any) => i.job === 'a' && /NUL/.test(i.message)),
+  );
+});

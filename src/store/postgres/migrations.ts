@@ -1,0 +1,115 @@
+/**
+ * Versioned schema of the PostgreSQL store, table for table the SQLite schema (src/store/sqlite/migrations.ts).
+ * A migration is never edited once released: add a new one.
+ * - *_ms columns are BIGINT (epoch milliseconds); the store parses int8 back into JS numbers.
+ * - JSON columns are TEXT holding JSON.stringify output, as in SQLite: it keeps object key order
+ *   byte for byte (JSONB would reorder keys) and nothing queries inside them.
+ * Index notes (same intentions as SQLite):
+ * - jobs_claim is partial on status = 'queued' and ordered like the claim, so a claim is one index
+ *   seek per fitting label set however many jobs are queued, delayed, running or finished.
+ * - leases_expiry, leases_worker and jobs_deadline are partial so the reaper only touches live rows.
+ */
+export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE workflows (
+  id            TEXT PRIMARY KEY,
+  name          TEXT NOT NULL,
+  trigger       TEXT,
+  definition    TEXT NOT NULL,
+  source        TEXT NOT NULL CHECK (source IN ('file', 'api')),
+  hash          TEXT NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  updated_at_ms BIGINT NOT NULL,
+  latest_run    INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE runs (
+  workflow_id    TEXT NOT NULL REFERENCES workflows(id),
+  run_number     INTEGER NOT NULL,
+  status         TEXT NOT NULL,
+  created_at_ms  BIGINT NOT NULL,
+  finished_at_ms BIGINT,
+  PRIMARY KEY (workflow_id, run_number)
+);
+
+CREATE TABLE jobs (
+  row_id           BIGSERIAL PRIMARY KEY,
+  workflow_id      TEXT NOT NULL,
+  run_number       INTEGER NOT NULL,
+  job_id           TEXT NOT NULL,
+  name             TEXT NOT NULL,
+  command          TEXT NOT NULL,
+  env              TEXT NOT NULL,
+  labels           TEXT NOT NULL,
+  label_key        TEXT NOT NULL,
+  needs            TEXT NOT NULL,
+  dependents       TEXT NOT NULL,
+  max_retries      INTEGER NOT NULL,
+  backoff          TEXT NOT NULL,
+  timeout_secs     INTEGER,
+  status           TEXT NOT NULL,
+  attempt          INTEGER NOT NULL,
+  enqueued_at_ms   BIGINT NOT NULL,
+  delayed_until_ms BIGINT NOT NULL,
+  ready_at_ms      BIGINT NOT NULL,
+  started_at_ms    BIGINT,
+  finished_at_ms   BIGINT,
+  deadline_ms      BIGINT,
+  error            TEXT,
+  outputs          TEXT,
+  upstream_outputs TEXT NOT NULL,
+  worker_id        TEXT,
+  lease_id         TEXT,
+  FOREIGN KEY (workflow_id, run_number) REFERENCES runs(workflow_id, run_number)
+);
+CREATE UNIQUE INDEX jobs_by_run ON jobs(workflow_id, run_number, job_id);
+CREATE INDEX jobs_run_status ON jobs(workflow_id, run_number, status);
+CREATE INDEX jobs_claim ON jobs(label_key, ready_at_ms, row_id) WHERE status = 'queued';
+CREATE INDEX jobs_deadline ON jobs(deadline_ms) WHERE status = 'running' AND deadline_ms IS NOT NULL;
+
+CREATE TABLE label_sets (
+  key    TEXT PRIMARY KEY,
+  labels TEXT NOT NULL
+);
+
+CREATE TABLE leases (
+  lease_id      TEXT PRIMARY KEY,
+  job_row_id    BIGINT NOT NULL REFERENCES jobs(row_id),
+  workflow_id   TEXT NOT NULL,
+  run_number    INTEGER NOT NULL,
+  job_id        TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  worker_id     TEXT NOT NULL,
+  ttl_secs      INTEGER NOT NULL,
+  granted_at_ms BIGINT NOT NULL,
+  renewed_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL,
+  state         TEXT NOT NULL
+);
+CREATE INDEX leases_expiry ON leases(expires_at_ms) WHERE state = 'active';
+CREATE INDEX leases_worker ON leases(worker_id) WHERE state = 'active';
+
+CREATE TABLE log_chunks (
+  workflow_id  TEXT NOT NULL,
+  run_number   INTEGER NOT NULL,
+  job_id       TEXT NOT NULL,
+  attempt      INTEGER NOT NULL,
+  sequence     INTEGER NOT NULL,
+  stream       TEXT NOT NULL,
+  data         TEXT NOT NULL,
+  timestamp_ms BIGINT NOT NULL,
+  PRIMARY KEY (workflow_id, run_number, job_id, attempt, sequence)
+);
+
+CREATE TABLE workers (
+  worker_id        TEXT PRIMARY KEY,
+  labels           TEXT NOT NULL,
+  registered_at_ms BIGINT NOT NULL,
+  last_seen_ms     BIGINT NOT NULL
+);
+`,
+  },
+];
