@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
-import { sandbox, serverProcess as server, spawnWeft, tempDir, track, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { sandbox, serverProcess as server, spawnWeft, track, type SpawnedProcess } from '../helpers/server.js';
 
 // ------------------------------------------------------------------------------------------ helpers
 

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
-import { ROOT, sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { ROOT, sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox } from '../helpers/server.js';
 import { alive } from '../helpers/process.js';
 
 const sandbox = (t: TestContext) => makeSandbox(t, 'weft-worker-');

@@ -1,4 +1,4 @@
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresStore, CLAIM_CANDIDATES_SQL, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
 import { openStore } from '../../src/store/index.js';

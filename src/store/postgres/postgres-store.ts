@@ -1,23 +1,32 @@
 import postgres from 'postgres';
-import { JOB_STATES, type JobState, type RunState, type WorkflowDefinition } from '../../domain/types.js';
+import { JOB_STATES, type RunState, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   JobPatch,
-  JobRecord,
   LabelSet,
   LeasePatch,
   LeaseRecord,
-  LeaseState,
   ListWorkflowsQuery,
-  LogChunkRecord,
   LogQuery,
   NewJob,
-  RunRecord,
   Store,
   StoreOps,
   WorkerRecord,
-  WorkflowRecord,
 } from '../store.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
+import {
+  JOB_PATCH_COLUMNS,
+  LEASE_PATCH_COLUMNS,
+  jobPatchValues,
+  jobRow,
+  patchKeys,
+  toJob,
+  toLease,
+  toLogChunk,
+  toRun,
+  toWorker,
+  toWorkflow,
+  type Row,
+} from '../rows.js';
 
 export interface PostgresStoreOptions {
   /** Pool size. */
@@ -32,20 +41,12 @@ export interface PostgresStoreOptions {
   serializeWrites?: boolean;
 }
 
-type Row = Record<string, unknown>;
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /** Advisory lock keys (hashtext of a name; scoped to the database by PostgreSQL). */
 const MIGRATION_LOCK = `hashtext('weft.store.migrations')`;
 const WRITE_LOCK = `hashtext('weft.store.write')`;
 
-const JSON_JOB_COLUMNS = new Set(['outputs', 'upstream_outputs']);
-// Patch keys become column names in SQL text, so only known columns may pass.
-const JOB_PATCH_COLUMNS = new Set([
-  'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'ready_at_ms', 'started_at_ms', 'finished_at_ms',
-  'deadline_ms', 'error', 'outputs', 'upstream_outputs', 'worker_id', 'lease_id',
-]);
-const LEASE_PATCH_COLUMNS = new Set(['renewed_at_ms', 'expires_at_ms', 'state']);
 const JOB_INSERT_COLUMNS = [
   'workflow_id', 'run_number', 'job_id', 'name', 'command', 'env', 'labels', 'label_key', 'needs', 'dependents',
   'max_retries', 'backoff', 'timeout_secs', 'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'ready_at_ms',
@@ -55,12 +56,6 @@ const JOB_INSERT_COLUMNS = [
 const INSERT_BATCH = 1000;
 /** Claim candidates read per label key per round. */
 const CLAIM_BATCH = 8;
-
-function patchKeys(patch: object, allowed: ReadonlySet<string>, table: string): string[] {
-  const keys = Object.keys(patch).filter((k) => (patch as Row)[k] !== undefined).sort();
-  for (const k of keys) if (!allowed.has(k)) throw new Error(`cannot update column ${table}.${k}`);
-  return keys;
-}
 
 /** The claim's candidate query for one label key: an ordered range read of jobs_claim. */
 export const CLAIM_CANDIDATES_SQL = `SELECT row_id, ready_at_ms FROM jobs
@@ -181,16 +176,7 @@ function makeOps(sql: Tx): StoreOps {
 
     insertJobs: async (jobs: NewJob[]) => {
       for (let i = 0; i < jobs.length; i += INSERT_BATCH) {
-        const rows = jobs.slice(i, i + INSERT_BATCH).map((j) => ({
-          ...j,
-          env: JSON.stringify(j.env),
-          labels: JSON.stringify(j.labels),
-          needs: JSON.stringify(j.needs),
-          dependents: JSON.stringify(j.dependents),
-          backoff: JSON.stringify(j.backoff),
-          outputs: j.outputs === null ? null : JSON.stringify(j.outputs),
-          upstream_outputs: JSON.stringify(j.upstream_outputs),
-        }));
+        const rows = jobs.slice(i, i + INSERT_BATCH).map(jobRow);
         // Insert in the given order so row_id (the claim tie-break) follows it.
         await sql`INSERT INTO jobs ${(sql as any)(rows, ...JOB_INSERT_COLUMNS)}`;
       }
@@ -228,12 +214,7 @@ function makeOps(sql: Tx): StoreOps {
     updateJob: async (rowId, patch: JobPatch) => {
       const keys = patchKeys(patch, JOB_PATCH_COLUMNS, 'jobs');
       if (keys.length === 0) return;
-      const params: Row = {};
-      for (const k of keys) {
-        const v = (patch as Row)[k];
-        params[k] = JSON_JOB_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v;
-      }
-      await sql`UPDATE jobs SET ${(sql as any)(params, ...keys)} WHERE row_id = ${rowId}`;
+      await sql`UPDATE jobs SET ${(sql as any)(jobPatchValues(patch, keys), ...keys)} WHERE row_id = ${rowId}`;
     },
     nextClaimable: async (labelKeys, nowMs) => {
       // Per label key, read the next few candidates in claim order from jobs_claim without locking;
@@ -368,97 +349,6 @@ function makeOps(sql: Tx): StoreOps {
       }
     },
     listWorkers: async () =>
-      (await sql`SELECT * FROM workers ORDER BY worker_id`).map((r) => ({
-        worker_id: r.worker_id as string,
-        labels: JSON.parse(r.labels as string) as string[],
-        registered_at_ms: r.registered_at_ms as number,
-        last_seen_ms: r.last_seen_ms as number,
-      })),
-  };
-}
-
-function toWorkflow(r: Row): WorkflowRecord {
-  return {
-    id: r.id as string,
-    name: r.name as string,
-    trigger: (r.trigger as string | null) ?? null,
-    definition: JSON.parse(r.definition as string) as WorkflowDefinition,
-    source: r.source as 'file' | 'api',
-    hash: r.hash as string,
-    created_at_ms: r.created_at_ms as number,
-    updated_at_ms: r.updated_at_ms as number,
-    latest_run: r.latest_run as number,
-  };
-}
-
-function toRun(r: Row): RunRecord {
-  return {
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    status: r.status as RunState,
-    created_at_ms: r.created_at_ms as number,
-    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
-  };
-}
-
-function toJob(r: Row): JobRecord {
-  return {
-    row_id: r.row_id as number,
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    job_id: r.job_id as string,
-    name: r.name as string,
-    command: r.command as string,
-    env: JSON.parse(r.env as string),
-    labels: JSON.parse(r.labels as string),
-    label_key: r.label_key as string,
-    needs: JSON.parse(r.needs as string),
-    dependents: JSON.parse(r.dependents as string),
-    max_retries: r.max_retries as number,
-    backoff: JSON.parse(r.backoff as string),
-    timeout_secs: (r.timeout_secs as number | null) ?? null,
-    status: r.status as JobState,
-    attempt: r.attempt as number,
-    enqueued_at_ms: r.enqueued_at_ms as number,
-    delayed_until_ms: r.delayed_until_ms as number,
-    ready_at_ms: r.ready_at_ms as number,
-    started_at_ms: (r.started_at_ms as number | null) ?? null,
-    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
-    deadline_ms: (r.deadline_ms as number | null) ?? null,
-    error: (r.error as string | null) ?? null,
-    outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
-    upstream_outputs: JSON.parse(r.upstream_outputs as string),
-    worker_id: (r.worker_id as string | null) ?? null,
-    lease_id: (r.lease_id as string | null) ?? null,
-  };
-}
-
-function toLease(r: Row): LeaseRecord {
-  return {
-    lease_id: r.lease_id as string,
-    job_row_id: r.job_row_id as number,
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    job_id: r.job_id as string,
-    attempt: r.attempt as number,
-    worker_id: r.worker_id as string,
-    ttl_secs: r.ttl_secs as number,
-    granted_at_ms: r.granted_at_ms as number,
-    renewed_at_ms: r.renewed_at_ms as number,
-    expires_at_ms: r.expires_at_ms as number,
-    state: r.state as LeaseState,
-  };
-}
-
-function toLogChunk(r: Row): LogChunkRecord {
-  return {
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    job_id: r.job_id as string,
-    attempt: r.attempt as number,
-    sequence: r.sequence as number,
-    stream: r.stream as LogChunkRecord['stream'],
-    data: r.data as string,
-    timestamp_ms: r.timestamp_ms as number,
+      (await sql`SELECT * FROM workers ORDER BY worker_id`).map(toWorker),
   };
 }

@@ -5,43 +5,37 @@ import type { Statement } from 'better-sqlite3';
 import { JOB_STATES, type JobState, type RunState, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   JobPatch,
-  JobRecord,
   LabelSet,
   LeasePatch,
   LeaseRecord,
   ListWorkflowsQuery,
-  LogChunkRecord,
   LogQuery,
   NewJob,
-  RunRecord,
   Store,
   StoreOps,
   WorkerRecord,
-  WorkflowRecord,
 } from '../store.js';
 import { Mutex } from '../mutex.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import {
+  JOB_PATCH_COLUMNS,
+  LEASE_PATCH_COLUMNS,
+  jobPatchValues,
+  jobRow,
+  patchKeys,
+  toJob,
+  toLease,
+  toLogChunk,
+  toRun,
+  toWorker,
+  toWorkflow,
+  type Row,
+} from '../rows.js';
 
 export interface SqliteStoreOptions {
   /** `synchronous` pragma. FULL makes every acknowledged commit survive power loss, not only a crash. */
   synchronous?: 'FULL' | 'NORMAL';
   busyTimeoutMs?: number;
-}
-
-type Row = Record<string, unknown>;
-
-const JSON_JOB_COLUMNS = new Set(['outputs', 'upstream_outputs']);
-// Patch keys become column names in SQL text, so only known columns may pass.
-const JOB_PATCH_COLUMNS = new Set([
-  'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'ready_at_ms', 'started_at_ms', 'finished_at_ms',
-  'deadline_ms', 'error', 'outputs', 'upstream_outputs', 'worker_id', 'lease_id',
-]);
-const LEASE_PATCH_COLUMNS = new Set(['renewed_at_ms', 'expires_at_ms', 'state']);
-
-function patchKeys(patch: object, allowed: ReadonlySet<string>, table: string): string[] {
-  const keys = Object.keys(patch).sort();
-  for (const k of keys) if (!allowed.has(k)) throw new Error(`cannot update column ${table}.${k}`);
-  return keys;
 }
 
 /**
@@ -184,16 +178,7 @@ export class SqliteStore implements Store {
              @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id)`,
         );
         for (const j of jobs) {
-          insert.run({
-            ...j,
-            env: JSON.stringify(j.env),
-            labels: JSON.stringify(j.labels),
-            needs: JSON.stringify(j.needs),
-            dependents: JSON.stringify(j.dependents),
-            backoff: JSON.stringify(j.backoff),
-            outputs: j.outputs === null ? null : JSON.stringify(j.outputs),
-            upstream_outputs: JSON.stringify(j.upstream_outputs),
-          });
+          insert.run(jobRow(j));
         }
       },
       getRunJobs: async (workflowId, runNumber) =>
@@ -233,12 +218,7 @@ export class SqliteStore implements Store {
         const keys = patchKeys(patch, JOB_PATCH_COLUMNS, 'jobs');
         if (keys.length === 0) return;
         const sql = `UPDATE jobs SET ${keys.map((k) => `${k} = @${k}`).join(', ')} WHERE row_id = @row_id`;
-        const params: Row = { row_id: rowId };
-        for (const k of keys) {
-          const v = (patch as Row)[k];
-          params[k] = JSON_JOB_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v;
-        }
-        q(sql).run(params);
+        q(sql).run({ ...jobPatchValues(patch, keys), row_id: rowId });
       },
       nextClaimable: async (labelKeys, nowMs) => {
         // One index seek per label set; the transaction holds SQLite's write lock, so the row cannot
@@ -288,7 +268,7 @@ export class SqliteStore implements Store {
       },
       getLease: async (leaseId) => {
         const row = q('SELECT * FROM leases WHERE lease_id = ?').get(leaseId) as Row | undefined;
-        return row ? (row as unknown as LeaseRecord) : null;
+        return row ? toLease(row) : null;
       },
       updateLease: async (leaseId, patch: LeasePatch) => {
         const keys = patchKeys(patch, LEASE_PATCH_COLUMNS, 'leases');
@@ -299,10 +279,10 @@ export class SqliteStore implements Store {
         });
       },
       expiredLeases: async (nowMs, limit) =>
-        q(
+        (q(
           `SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`,
-        ).all(nowMs, limit) as LeaseRecord[],
-      activeLeases: async () => q(`SELECT * FROM leases WHERE state = 'active'`).all() as LeaseRecord[],
+        ).all(nowMs, limit) as Row[]).map(toLease),
+      activeLeases: async () => (q(`SELECT * FROM leases WHERE state = 'active'`).all() as Row[]).map(toLease),
 
       insertLogChunks: async (chunks) => {
         const insert = q(
@@ -312,10 +292,10 @@ export class SqliteStore implements Store {
         for (const c of chunks) insert.run(c);
       },
       getLogChunks: async ({ workflow_id, run_number, job_id, attempt, afterSequence, limit }: LogQuery) =>
-        q(
+        (q(
           `SELECT * FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
            ORDER BY sequence LIMIT ?`,
-        ).all(workflow_id, run_number, job_id, attempt, afterSequence ?? -1, limit ?? -1) as LogChunkRecord[],
+        ).all(workflow_id, run_number, job_id, attempt, afterSequence ?? -1, limit ?? -1) as Row[]).map(toLogChunk),
       latestLogAttempt: async (workflowId, runNumber, jobId) => {
         const row = q(
           'SELECT max(attempt) AS a FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?',
@@ -343,12 +323,7 @@ export class SqliteStore implements Store {
         }
       },
       listWorkers: async () =>
-        (q('SELECT * FROM workers ORDER BY worker_id').all() as Row[]).map((r) => ({
-          worker_id: r.worker_id as string,
-          labels: JSON.parse(r.labels as string) as string[],
-          registered_at_ms: r.registered_at_ms as number,
-          last_seen_ms: r.last_seen_ms as number,
-        })),
+        (q('SELECT * FROM workers ORDER BY worker_id').all() as Row[]).map(toWorker),
     };
   }
 }
@@ -373,60 +348,4 @@ function migrate(db: Database.Database): void {
       );
     }).immediate();
   }
-}
-
-function toWorkflow(r: Row): WorkflowRecord {
-  return {
-    id: r.id as string,
-    name: r.name as string,
-    trigger: (r.trigger as string | null) ?? null,
-    definition: JSON.parse(r.definition as string) as WorkflowDefinition,
-    source: r.source as 'file' | 'api',
-    hash: r.hash as string,
-    created_at_ms: r.created_at_ms as number,
-    updated_at_ms: r.updated_at_ms as number,
-    latest_run: r.latest_run as number,
-  };
-}
-
-function toRun(r: Row): RunRecord {
-  return {
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    status: r.status as RunState,
-    created_at_ms: r.created_at_ms as number,
-    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
-  };
-}
-
-function toJob(r: Row): JobRecord {
-  return {
-    row_id: r.row_id as number,
-    workflow_id: r.workflow_id as string,
-    run_number: r.run_number as number,
-    job_id: r.job_id as string,
-    name: r.name as string,
-    command: r.command as string,
-    env: JSON.parse(r.env as string),
-    labels: JSON.parse(r.labels as string),
-    label_key: r.label_key as string,
-    needs: JSON.parse(r.needs as string),
-    dependents: JSON.parse(r.dependents as string),
-    max_retries: r.max_retries as number,
-    backoff: JSON.parse(r.backoff as string),
-    timeout_secs: (r.timeout_secs as number | null) ?? null,
-    status: r.status as JobState,
-    attempt: r.attempt as number,
-    enqueued_at_ms: r.enqueued_at_ms as number,
-    delayed_until_ms: r.delayed_until_ms as number,
-    ready_at_ms: r.ready_at_ms as number,
-    started_at_ms: (r.started_at_ms as number | null) ?? null,
-    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
-    deadline_ms: (r.deadline_ms as number | null) ?? null,
-    error: (r.error as string | null) ?? null,
-    outputs: r.outputs === null ? null : JSON.parse(r.outputs as string),
-    upstream_outputs: JSON.parse(r.upstream_outputs as string),
-    worker_id: (r.worker_id as string | null) ?? null,
-    lease_id: (r.lease_id as string | null) ?? null,
-  };
 }

@@ -1,0 +1,142 @@
+import type { JobState, RunState, WorkflowDefinition } from '../domain/types.js';
+import type { JobPatch, JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
+
+/**
+ * Row encoding shared by the SQL stores: both keep JSON in text columns and the same column names,
+ * so records map to and from rows the same way on SQLite and PostgreSQL.
+ */
+export type Row = Record<string, unknown>;
+
+const JSON_JOB_COLUMNS = new Set(['outputs', 'upstream_outputs']);
+// Patch keys become column names in SQL text, so only known columns may pass.
+export const JOB_PATCH_COLUMNS: ReadonlySet<string> = new Set([
+  'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'ready_at_ms', 'started_at_ms', 'finished_at_ms',
+  'deadline_ms', 'error', 'outputs', 'upstream_outputs', 'worker_id', 'lease_id',
+]);
+export const LEASE_PATCH_COLUMNS: ReadonlySet<string> = new Set(['renewed_at_ms', 'expires_at_ms', 'state']);
+
+/** The patch's keys (sorted, undefined values left out), refusing any column not allowed. */
+export function patchKeys(patch: object, allowed: ReadonlySet<string>, table: string): string[] {
+  const keys = Object.keys(patch).filter((k) => (patch as Row)[k] !== undefined).sort();
+  for (const k of keys) if (!allowed.has(k)) throw new Error(`cannot update column ${table}.${k}`);
+  return keys;
+}
+
+/** Column values of a job patch, JSON columns encoded. */
+export function jobPatchValues(patch: JobPatch, keys: readonly string[]): Row {
+  const out: Row = {};
+  for (const k of keys) {
+    const v = (patch as Row)[k];
+    out[k] = JSON_JOB_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v;
+  }
+  return out;
+}
+
+/** Column values of a new job, JSON columns encoded. */
+export function jobRow(j: NewJob): Row {
+  return {
+    ...j,
+    env: JSON.stringify(j.env),
+    labels: JSON.stringify(j.labels),
+    needs: JSON.stringify(j.needs),
+    dependents: JSON.stringify(j.dependents),
+    backoff: JSON.stringify(j.backoff),
+    outputs: j.outputs === null ? null : JSON.stringify(j.outputs),
+    upstream_outputs: JSON.stringify(j.upstream_outputs),
+  };
+}
+
+export function toWorker(r: Row): WorkerRecord {
+  return {
+    worker_id: r.worker_id as string,
+    labels: JSON.parse(r.labels as string) as string[],
+    registered_at_ms: r.registered_at_ms as number,
+    last_seen_ms: r.last_seen_ms as number,
+  };
+}
+
+export function toWorkflow(r: Row): WorkflowRecord {
+  return {
+    id: r.id as string,
+    name: r.name as string,
+    trigger: (r.trigger as string | null) ?? null,
+    definition: JSON.parse(r.definition as string) as WorkflowDefinition,
+    source: r.source as 'file' | 'api',
+    hash: r.hash as string,
+    created_at_ms: r.created_at_ms as number,
+    updated_at_ms: r.updated_at_ms as number,
+    latest_run: r.latest_run as number,
+  };
+}
+
+export function toRun(r: Row): RunRecord {
+  return {
+    workflow_id: r.workflow_id as string,
+    run_number: r.run_number as number,
+    status: r.status as RunState,
+    created_at_ms: r.created_at_ms as number,
+    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
+  };
+}
+
+export function toJob(r: Row): JobRecord {
+  return {
+    row_id: r.row_id as number,
+    workflow_id: r.workflow_id as string,
+    run_number: r.run_number as number,
+    job_id: r.job_id as string,
+    name: r.name as string,
+    command: r.command as string,
+    env: JSON.parse(r.env as string),
+    labels: JSON.parse(r.labels as string),
+    label_key: r.label_key as string,
+    needs: JSON.parse(r.needs as string),
+    dependents: JSON.parse(r.dependents as string),
+    max_retries: r.max_retries as number,
+    backoff: JSON.parse(r.backoff as string),
+    timeout_secs: (r.timeout_secs as number | null) ?? null,
+    status: r.status as JobState,
+    attempt: r.attempt as number,
+    enqueued_at_ms: r.enqueued_at_ms as number,
+    delayed_until_ms: r.delayed_until_ms as number,
+    ready_at_ms: r.ready_at_ms as number,
+    started_at_ms: (r.started_at_ms as number | null) ?? null,
+    finished_at_ms: (r.finished_at_ms as number | null) ?? null,
+    deadline_ms: (r.deadline_ms as number | null) ?? null,
+    error: (r.error as string | null) ?? null,
+    outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
+    upstream_outputs: JSON.parse(r.upstream_outputs as string),
+    worker_id: (r.worker_id as string | null) ?? null,
+    lease_id: (r.lease_id as string | null) ?? null,
+  };
+}
+
+export function toLease(r: Row): LeaseRecord {
+  return {
+    lease_id: r.lease_id as string,
+    job_row_id: r.job_row_id as number,
+    workflow_id: r.workflow_id as string,
+    run_number: r.run_number as number,
+    job_id: r.job_id as string,
+    attempt: r.attempt as number,
+    worker_id: r.worker_id as string,
+    ttl_secs: r.ttl_secs as number,
+    granted_at_ms: r.granted_at_ms as number,
+    renewed_at_ms: r.renewed_at_ms as number,
+    expires_at_ms: r.expires_at_ms as number,
+    state: r.state as LeaseState,
+  };
+}
+
+export function toLogChunk(r: Row): LogChunkRecord {
+  return {
+    workflow_id: r.workflow_id as string,
+    run_number: r.run_number as number,
+    job_id: r.job_id as string,
+    attempt: r.attempt as number,
+    sequence: r.sequence as number,
+    stream: r.stream as LogChunkRecord['stream'],
+    data: r.data as string,
+    timestamp_ms: r.timestamp_ms as number,
+  };
+}
