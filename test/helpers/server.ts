@@ -143,11 +143,11 @@ export interface Sandbox {
   env: Record<string, string | undefined>;
 }
 
-export function sandbox(t: TestContext, prefix = 'weft-proc-'): Sandbox {
+/** A sandbox the caller removes itself (for suite-wide servers started in `before`). */
+export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
   const dir = tempDir(prefix);
   const workflowsDir = path.join(dir, 'workflows');
   fs.mkdirSync(workflowsDir);
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   return {
     dir,
     workflowsDir,
@@ -161,6 +161,12 @@ export function sandbox(t: TestContext, prefix = 'weft-proc-'): Sandbox {
       CORS_ORIGINS: undefined,
     },
   };
+}
+
+export function sandbox(t: TestContext, prefix = 'weft-proc-'): Sandbox {
+  const sb = makeSandbox(prefix);
+  t.after(() => fs.rmSync(sb.dir, { recursive: true, force: true }));
+  return sb;
 }
 
 /** Makes sure the process is dead (SIGKILL) and reaped once the test ends, whatever happened. */

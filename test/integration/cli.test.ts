@@ -10,24 +10,16 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { client, until } from '../helpers/http.js';
-import { spawnServer, spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
+import { makeSandbox, spawnServer, spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
 
 let dir: string;
 let server: SpawnedProcess & { url: string };
 let api: ReturnType<typeof client>;
 
 before(async () => {
-  dir = tempDir('weft-cli-');
-  const workflowsDir = path.join(dir, 'workflows');
-  fs.mkdirSync(workflowsDir);
-  server = await spawnServer({
-    HOST: '127.0.0.1',
-    DATABASE_URL: `sqlite:${path.join(dir, 'weft.db')}`,
-    WORKFLOWS_DIR: workflowsDir,
-    API_ONLY: undefined,
-    REAP_INTERVAL_SECS: undefined,
-    CORS_ORIGINS: undefined,
-  });
+  const sb = makeSandbox('weft-cli-');
+  dir = sb.dir;
+  server = await spawnServer(sb.env);
   api = client(server.url);
 });
 
