@@ -2,13 +2,11 @@
  * Package entry point: the client SDK and the building blocks for embedding weft. The `weft` command
  * lives in cli/.
  */
-export { WorkflowClient, WorkflowApiError, WorkflowNetworkError } from './client/index.js';
-export type { WorkflowClientOptions, ListWorkflowsOptions, LogStreamEvent, StreamLogsOptions, RequestOptions } from './client/index.js';
+export * from './client/index.js';
 export { Worker, PermanentError, JobAbortedError, createShellHandler, shellHandler } from './worker/index.js';
 export type { WorkerOptions, JobHandler, JobContext, HandlerOutputs } from './worker/index.js';
 export { Engine } from './engine/engine.js';
-export type { ClaimResult, ClaimedJob, LeaseView, IncomingLogChunk } from './engine/engine.js';
-export type { StatusDocument, JobView, WorkerView, WorkflowSummary, LogChunkView } from './engine/views.js';
+export { WeftError } from './protocol/index.js';
 export { buildApp } from './http/app.js';
 export { openStore, parseDatabaseUrl } from './store/index.js';
 export type { Store } from './store/index.js';

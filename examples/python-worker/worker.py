@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A weft worker in Python 3, standard library only.
 
-It speaks the worker protocol of SPEC.md 4.2: register, claim (waiting POLL_SECS when nothing fits),
+It speaks the worker protocol of docs/api.md: register, claim (waiting POLL_SECS when nothing fits),
 run the job's command with `sh -c` in its own process group, heartbeat on a thread, poll for
 cancellation, push stdout/stderr lines as batched log chunks, turn `::set-output key=value` lines
 into outputs, and report complete/fail (error truncated to 4096 characters).

@@ -1,12 +1,23 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { ClaimResult, IncomingLogChunk, LeaseView } from '../engine/engine.js';
-import type { LogChunkView, StatusDocument, WorkerView, WorkflowSummary } from '../engine/views.js';
-import type { JobState, Outputs } from '../domain/types.js';
-
-export type { ClaimResult, IncomingLogChunk, LeaseView, LogChunkView, StatusDocument, WorkerView, WorkflowSummary };
+import type { Outputs } from '../domain/types.js';
+import type {
+  CancelResponse,
+  ClaimResult,
+  CompleteResponse,
+  ErrorCode,
+  FailResponse,
+  HeartbeatResponse,
+  IncomingLogChunk,
+  ListWorkflowsQuery,
+  LogChunkView,
+  LogEndEvent,
+  PushLogsResponse,
+  StatusDocument,
+  WorkerView,
+} from '../protocol/index.js';
 
 /**
- * Any non-2xx answer. `status`/`statusText` are the HTTP ones (SPEC.md §7); `error`/`message` are the
+ * Any non-2xx answer. `status`/`statusText` are the HTTP ones (docs/api.md "Errors"); `error`/`message` are the
  * server's JSON error body, when it sent one.
  */
 export class WorkflowApiError extends Error {
@@ -14,7 +25,8 @@ export class WorkflowApiError extends Error {
   constructor(
     readonly status: number,
     readonly statusText: string,
-    readonly error: string,
+    /** A code of the catalogue in docs/protocol.md, or `http_error` when the answer was not weft's JSON. */
+    readonly error: ErrorCode | 'http_error' | (string & {}),
     message: string,
     readonly body: unknown,
     readonly method: string,
@@ -65,17 +77,12 @@ export interface WorkflowClientOptions {
   fetch?: typeof fetch;
 }
 
-export interface ListWorkflowsOptions {
-  limit?: number;
-  offset?: number;
-  /** A job state (or the aliases `active`, `failure`). */
-  status?: JobState | 'active' | 'failure';
-}
+export type ListWorkflowsOptions = ListWorkflowsQuery;
 
 export type LogStreamEvent =
   | { type: 'log'; id: number; chunk: LogChunkView }
   | { type: 'attempt'; attempt: number }
-  | { type: 'end'; status: JobState; run_number: number | null };
+  | ({ type: 'end' } & LogEndEvent);
 
 export interface StreamLogsOptions {
   /** Resume after this sequence (sent as Last-Event-ID). */
@@ -98,7 +105,7 @@ export class WorkflowClient {
 
   // ------------------------------------------------------------- workflows
 
-  listWorkflows(opts: ListWorkflowsOptions = {}): Promise<WorkflowSummary[]> {
+  listWorkflows(opts: ListWorkflowsOptions = {}): Promise<StatusDocument[]> {
     return this.request('GET', '/api/workflows', undefined, {
       limit: opts.limit,
       offset: opts.offset,
@@ -124,7 +131,7 @@ export class WorkflowClient {
     return this.request('POST', `/api/workflows/${enc(id)}/run`);
   }
 
-  cancelWorkflow(id: string): Promise<StatusDocument & { cancelled_jobs: string[] }> {
+  cancelWorkflow(id: string): Promise<CancelResponse> {
     return this.request('POST', `/api/workflows/${enc(id)}/cancel`);
   }
 
@@ -169,7 +176,7 @@ export class WorkflowClient {
           if (e.event === 'log') yield { type: 'log', id: Number(e.id), chunk: JSON.parse(e.data) as LogChunkView };
           else if (e.event === 'attempt') yield { type: 'attempt', attempt: (JSON.parse(e.data) as { attempt: number }).attempt };
           else if (e.event === 'end') {
-            const data = JSON.parse(e.data) as { status: JobState; run_number?: number | null };
+            const data = JSON.parse(e.data) as Partial<LogEndEvent> & Pick<LogEndEvent, 'status'>;
             yield { type: 'end', status: data.status, run_number: data.run_number ?? null };
             return;
           }
@@ -197,11 +204,11 @@ export class WorkflowClient {
     return this.request('POST', '/api/jobs/claim', { worker_id: workerId, labels, lease_ttl_secs: leaseTtlSecs }, undefined, opts);
   }
 
-  heartbeat(leaseId: string, opts?: RequestOptions): Promise<LeaseView> {
+  heartbeat(leaseId: string, opts?: RequestOptions): Promise<HeartbeatResponse> {
     return this.request('POST', `/api/jobs/${enc(leaseId)}/heartbeat`, undefined, undefined, opts);
   }
 
-  complete(leaseId: string, outputs: Outputs = {}, opts?: RequestOptions): Promise<{ ok: true; status: JobState; enqueued: string[] }> {
+  complete(leaseId: string, outputs: Outputs = {}, opts?: RequestOptions): Promise<CompleteResponse> {
     return this.request('POST', `/api/jobs/${enc(leaseId)}/complete`, { outputs }, undefined, opts);
   }
 
@@ -210,11 +217,11 @@ export class WorkflowClient {
     error: string,
     retryable: boolean,
     opts?: RequestOptions,
-  ): Promise<{ ok: true; status: JobState; attempt: number; delayed_until_ms: number }> {
+  ): Promise<FailResponse> {
     return this.request('POST', `/api/jobs/${enc(leaseId)}/fail`, { error, retryable }, undefined, opts);
   }
 
-  pushLogs(leaseId: string, chunks: IncomingLogChunk[], opts?: RequestOptions): Promise<{ ok: true; accepted: number }> {
+  pushLogs(leaseId: string, chunks: IncomingLogChunk[], opts?: RequestOptions): Promise<PushLogsResponse> {
     return this.request('POST', `/api/jobs/${enc(leaseId)}/logs`, { chunks }, undefined, opts);
   }
 

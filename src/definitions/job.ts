@@ -2,7 +2,7 @@
  * One job, read from either definition form. The two forms differ only in key names, so a single
  * reader takes the spelling table and reports issues under the key the user actually wrote.
  */
-import type { JobSpec } from '../domain/types.js';
+import type { JobPresentation, JobSpec } from '../domain/types.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
@@ -10,7 +10,9 @@ import {
   type At,
   type Plain,
   checkKeys,
+  describe,
   isAbsent,
+  isPlainObject,
   readEnv,
   readInt,
   readString,
@@ -30,7 +32,17 @@ export interface JobKeys {
   retries: string;
   /** Spellings from the other form or from GitHub Actions, mapped to this form's key. */
   aliases: Readonly<Record<string, string>>;
+  /** Whether the job may carry workflow-graph's display fields (metadata, ports, children, collapsed). */
+  presentation: boolean;
 }
+
+/**
+ * docs/protocol.md: existing clients send each job in the full shape of their status
+ * document. Its runtime fields are accepted and dropped (a new workflow has no runtime state); its
+ * display fields are kept.
+ */
+const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attempt'] as const;
+const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
   allowed: ['name', 'needs', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs'],
@@ -52,10 +64,23 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     timeout_minutes: 'timeout_secs',
     environment: 'env',
   },
+  presentation: false,
 };
 
 export const ARRAY_JOB_KEYS: JobKeys = {
-  allowed: ['id', 'name', 'command', 'depends_on', 'required_labels', 'max_retries', 'backoff', 'env', 'timeout_secs'],
+  allowed: [
+    'id',
+    'name',
+    'command',
+    'depends_on',
+    'required_labels',
+    'max_retries',
+    'backoff',
+    'env',
+    'timeout_secs',
+    ...RUNTIME_KEYS,
+    ...PRESENTATION_KEYS,
+  ],
   needs: 'depends_on',
   command: 'command',
   steps: null,
@@ -74,6 +99,7 @@ export const ARRAY_JOB_KEYS: JobKeys = {
     timeout_minutes: 'timeout_secs',
     environment: 'env',
   },
+  presentation: true,
 };
 
 /** `label` names the job in issues even when its id is unusable. */
@@ -87,7 +113,7 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   const retries = isAbsent(raw[keys.retries]) ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
   const timeout = isAbsent(raw.timeout_secs) ? null : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
 
-  return {
+  const spec: JobSpec = {
     id,
     name,
     command: readCommand(raw, keys, label, issues),
@@ -98,6 +124,39 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
     env: readEnv(raw.env, at('env')),
     timeout_secs: timeout,
   };
+  const presentation = keys.presentation ? readPresentation(raw, at) : undefined;
+  if (presentation) spec.presentation = presentation;
+  return spec;
+}
+
+/**
+ * weft never interprets these; it keeps them for the viewer that sent them. Their types are still
+ * checked, because that viewer deserializes them strictly and a wrong one would break it on read.
+ */
+function readPresentation(raw: Plain, at: (field: string) => At): JobPresentation | undefined {
+  if (PRESENTATION_KEYS.every((k) => isAbsent(raw[k]))) return undefined;
+  const p: JobPresentation = { metadata: {}, ports: [], children: null, collapsed: false };
+  const wrong = (field: string, expected: string) => {
+    const where = at(field);
+    where.issues.add(where.job, field, `must be ${expected}, got ${describe(raw[field])}`);
+  };
+  if (!isAbsent(raw.metadata)) {
+    if (isPlainObject(raw.metadata)) p.metadata = raw.metadata;
+    else wrong('metadata', 'an object');
+  }
+  if (!isAbsent(raw.ports)) {
+    if (Array.isArray(raw.ports)) p.ports = raw.ports;
+    else wrong('ports', 'a list');
+  }
+  if (!isAbsent(raw.children)) {
+    if (Array.isArray(raw.children)) p.children = raw.children;
+    else wrong('children', 'a list or null');
+  }
+  if (!isAbsent(raw.collapsed)) {
+    if (typeof raw.collapsed === 'boolean') p.collapsed = raw.collapsed;
+    else wrong('collapsed', 'true or false');
+  }
+  return p;
 }
 
 function readCommand(raw: Plain, keys: JobKeys, label: string, issues: Issues): string {

@@ -9,7 +9,7 @@ import { Issues } from './issues.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
 
-// CONTRACT.md's id alphabet, minus ids made only of dots: `.` and `..` are rewritten by URL
+// The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 

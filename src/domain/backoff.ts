@@ -2,7 +2,7 @@ import type { Backoff, WireBackoff } from './types.js';
 
 /**
  * Delay before retry number `n` (n = the attempt that is about to run, so the first retry is n = 1).
- * CONTRACT.md: None -> 0; Fixed -> delay_secs; Exponential -> min(base_secs * 2^n, max_secs).
+ * README "How a run works": None -> 0; Fixed -> delay_secs; Exponential -> min(base_secs * 2^n, max_secs).
  */
 export function retryDelayMs(backoff: Backoff, n: number): number {
   switch (backoff.kind) {

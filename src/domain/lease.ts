@@ -1,4 +1,4 @@
-/** CONTRACT.md: a lease is expired the moment now > last renewal + ttl. */
+/** README "How a run works": a lease is expired the moment now > last renewal + ttl. */
 export function leaseExpiresAt(renewedAtMs: number, ttlSecs: number): number {
   return renewedAtMs + ttlSecs * 1000;
 }

@@ -2,7 +2,7 @@
  * Pure domain types shared by every layer. No I/O lives here.
  */
 
-/** Every state a job of a run can be in (CONTRACT.md "Runs and job states"). */
+/** Every state a job of a run can be in (README "How a run works"). */
 export const JOB_STATES = ['pending', 'queued', 'running', 'success', 'failed', 'skipped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
@@ -53,6 +53,19 @@ export interface JobSpec {
   env: Record<string, string>;
   /** A running attempt older than this is failed (retryable). null means no timeout. */
   timeout_secs: number | null;
+  /** Display data existing clients send in the array form, kept and shown as given. */
+  presentation?: JobPresentation;
+}
+
+/**
+ * What workflow-graph's viewer draws a node with (docs/protocol.md). weft never reads it;
+ * it only keeps it and returns it in the status document.
+ */
+export interface JobPresentation {
+  metadata: Record<string, unknown>;
+  ports: unknown[];
+  children: unknown[] | null;
+  collapsed: boolean;
 }
 
 /** A validated workflow definition. */

@@ -3,65 +3,28 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { backoffToWire, retryDelayMs } from '../domain/backoff.js';
 import { dependentsOf, newlyReady, type DagNode } from '../domain/dag.js';
-import { conflict, invalid, notFound } from '../domain/errors.js';
+import { settledLeaseCode, WeftError, type ErrorCode } from '../protocol/errors.js';
 import { isSubset, labelKey, normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS, isLeaseExpired, leaseExpiresAt } from '../domain/lease.js';
 import { deriveRunState } from '../domain/run-state.js';
-import type { JobState, LogStream, Outputs, UpstreamOutputs, WireRetryPolicy, WorkflowDefinition } from '../domain/types.js';
+import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
 import { isTerminal } from '../domain/types.js';
 import type { JobRecord, LeaseRecord, LogChunkRecord, NewJob, Store, StoreOps, WorkflowRecord } from '../store/store.js';
-import {
-  logChunkView,
-  statusDocument,
-  workerViews,
-  workflowSummary,
-  type LogChunkView,
-  type StatusDocument,
-  type WorkerView,
-  type WorkflowSummary,
-} from './views.js';
+import type {
+  ClaimedJob,
+  ClaimResult,
+  CompleteResponse,
+  FailResponse,
+  HeartbeatResponse,
+  IncomingLogChunk,
+  LeaseView,
+  LogChunkView,
+  StatusDocument,
+  WorkerView,
+} from '../protocol/types.js';
+import { logChunkView, statusDocument, workerViews } from './views.js';
 
-/** A job as delivered by a claim (SPEC.md 2.2), plus additive fields the standalone worker uses. */
-export interface ClaimedJob {
-  job_id: string;
-  workflow_id: string;
-  command: string;
-  required_labels: string[];
-  retry_policy: WireRetryPolicy;
-  attempt: number;
-  upstream_outputs: UpstreamOutputs;
-  enqueued_at_ms: number;
-  delayed_until_ms: number;
-  run_number: number;
-  name: string;
-  env: Record<string, string>;
-  timeout_secs: number | null;
-}
-
-/** SPEC.md 2.3. */
-export interface LeaseView {
-  lease_id: string;
-  job_id: string;
-  workflow_id: string;
-  worker_id: string;
-  ttl_secs: number;
-  granted_at_ms: number;
-  expires_at_ms: number;
-}
-
-export interface ClaimResult {
-  job: ClaimedJob;
-  lease: LeaseView;
-}
-
-export interface IncomingLogChunk {
-  workflow_id?: string;
-  job_id?: string;
-  sequence: number;
-  data: string;
-  timestamp_ms?: number;
-  stream?: LogStream;
-}
+export type { ClaimedJob, ClaimResult, IncomingLogChunk, LeaseView };
 
 /** What changed, announced after the transaction that changed it has committed. */
 export interface JobChange {
@@ -87,7 +50,7 @@ type LeaseCheck =
   | { kind: 'live'; lease: LeaseRecord; job: JobRecord }
   | { kind: 'cancelled'; lease: LeaseRecord; job: JobRecord }
   /** The lease or the job's timeout ran out just now; the failure has been applied. */
-  | { kind: 'lost'; reason: string };
+  | { kind: 'lost'; code: ErrorCode; reason: string };
 
 /** Collects the jobs a transaction touched, to announce once it commits. */
 class Changes {
@@ -126,7 +89,7 @@ export class Engine {
   async createWorkflow(def: WorkflowDefinition, hash: string): Promise<StatusDocument> {
     return this.store.tx(async (ops) => {
       if (await ops.getWorkflow(def.id)) {
-        throw conflict('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
+        throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
       }
       const rec = this.newWorkflowRecord(def, hash, 'api');
       await ops.insertWorkflow(rec);
@@ -159,11 +122,24 @@ export class Engine {
     });
   }
 
-  async listWorkflows(q: { limit: number; offset: number; status?: JobState }): Promise<WorkflowSummary[]> {
-    const rows = await this.store.read((ops) =>
-      ops.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status }),
-    );
-    return rows.map(workflowSummary);
+  /**
+   * A page of workflows, each as its status document. The page's runs and jobs come in one query each,
+   * whatever the page size, rather than one status read per item.
+   */
+  async listWorkflows(q: { limit: number; offset: number; status?: JobState }): Promise<StatusDocument[]> {
+    return this.store.read(async (ops) => {
+      const workflows = await ops.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status });
+      const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
+      if (keys.length === 0) return workflows.map((w) => statusDocument(w, null, null));
+      const runs = new Map((await ops.getRuns(keys)).map((r) => [r.workflow_id, r]));
+      const jobs = new Map<string, JobRecord[]>();
+      for (const j of await ops.getJobsOfRuns(keys)) {
+        const list = jobs.get(j.workflow_id);
+        if (list) list.push(j);
+        else jobs.set(j.workflow_id, [j]);
+      }
+      return workflows.map((w) => statusDocument(w, runs.get(w.id) ?? null, jobs.get(w.id) ?? []));
+    });
   }
 
   async status(id: string): Promise<StatusDocument> {
@@ -178,8 +154,7 @@ export class Engine {
       if (wf.latest_run > 0) {
         const last = await ops.getRun(id, wf.latest_run);
         if (last && last.status === 'running') {
-          throw conflict(
-            'run_active',
+          throw new WeftError('run_active',
             `workflow "${id}" already has an active run (#${last.run_number}); cancel it or wait for it to finish`,
             { run_number: last.run_number },
           );
@@ -241,7 +216,7 @@ export class Engine {
 
   /**
    * Cancels every pending, queued and running job of the latest run. A workflow with no active run is
-   * left as it is (still 202 at the API, per CONTRACT.md).
+   * left as it is (still 202 at the API, per docs/api.md).
    */
   async cancel(id: string): Promise<{ cancelled: string[]; status: StatusDocument }> {
     const changes = new Changes();
@@ -269,7 +244,7 @@ export class Engine {
     return result;
   }
 
-  /** SPEC.md: true when the job (of the latest run) was cancelled. */
+  /** docs/api.md: true when the job (of the latest run) was cancelled. */
   async isCancelled(workflowId: string, jobId: string): Promise<boolean> {
     return this.store.read(async (ops) => {
       const { job } = await this.requireJob(ops, workflowId, jobId);
@@ -341,7 +316,7 @@ export class Engine {
   }
 
   /** Renews the lease by its own ttl from now; 409 once it has expired, been settled or cancelled. */
-  async heartbeat(leaseId: string): Promise<LeaseView & { cancelled: false }> {
+  async heartbeat(leaseId: string): Promise<HeartbeatResponse> {
     const changes = new Changes();
     const outcome = await this.store.tx(async (ops) => {
       const now = this.now();
@@ -353,14 +328,14 @@ export class Engine {
     });
     this.announce(changes);
     if (outcome.kind === 'cancelled') {
-      throw conflict('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
+      throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
     }
-    if (outcome.kind === 'lost') throw conflict('lease_expired', outcome.reason);
+    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
     return { ...leaseView(outcome.lease), cancelled: false };
   }
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
-  async complete(leaseId: string, outputs: Outputs): Promise<{ status: JobState; enqueued: string[] }> {
+  async complete(leaseId: string, outputs: Outputs): Promise<Omit<CompleteResponse, 'ok'>> {
     const changes = new Changes();
     const outcome = await this.store.tx(async (ops) => {
       const now = this.now();
@@ -396,7 +371,7 @@ export class Engine {
       return { kind: 'done' as const, status: 'success' as JobState, enqueued };
     });
     this.announce(changes);
-    if (outcome.kind === 'lost') throw conflict('lease_expired', outcome.reason);
+    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
     return { status: outcome.status, enqueued: outcome.enqueued };
   }
 
@@ -405,7 +380,7 @@ export class Engine {
     leaseId: string,
     error: string,
     retryable: boolean,
-  ): Promise<{ status: JobState; attempt: number; delayed_until_ms: number }> {
+  ): Promise<Omit<FailResponse, 'ok'>> {
     const changes = new Changes();
     const outcome = await this.store.tx(async (ops) => {
       const now = this.now();
@@ -419,7 +394,7 @@ export class Engine {
       return { kind: 'done' as const, ...r };
     });
     this.announce(changes);
-    if (outcome.kind === 'lost') throw conflict('lease_expired', outcome.reason);
+    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
     return { status: outcome.status, attempt: outcome.attempt, delayed_until_ms: outcome.delayed_until_ms };
   }
 
@@ -434,13 +409,12 @@ export class Engine {
       const { lease } = check;
       const records: LogChunkRecord[] = chunks.map((c, i) => {
         if (c.workflow_id !== undefined && c.workflow_id !== lease.workflow_id) {
-          throw invalid(
-            'chunk_mismatch',
+          throw new WeftError('chunk_mismatch',
             `chunks[${i}].workflow_id is "${c.workflow_id}" but lease ${leaseId} belongs to workflow "${lease.workflow_id}"`,
           );
         }
         if (c.job_id !== undefined && c.job_id !== lease.job_id) {
-          throw invalid('chunk_mismatch', `chunks[${i}].job_id is "${c.job_id}" but lease ${leaseId} belongs to job "${lease.job_id}"`);
+          throw new WeftError('chunk_mismatch', `chunks[${i}].job_id is "${c.job_id}" but lease ${leaseId} belongs to job "${lease.job_id}"`);
         }
         return {
           workflow_id: lease.workflow_id,
@@ -458,7 +432,7 @@ export class Engine {
       return { kind: 'stored' as const, accepted: records.length };
     });
     this.announce(changes);
-    if (outcome.kind === 'lost') throw conflict('lease_expired', outcome.reason);
+    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
     return { accepted: outcome.accepted };
   }
 
@@ -492,7 +466,7 @@ export class Engine {
     const wf = await this.requireWorkflow(ops, workflowId);
     const runNumber = run ?? wf.latest_run;
     if (run !== undefined && (run < 1 || run > wf.latest_run)) {
-      throw notFound('run_not_found', `workflow "${workflowId}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
+      throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
     }
     if (runNumber === 0) {
       if (!wf.definition.jobs.some((j) => j.id === jobId)) throw this.unknownJob(wf, jobId);
@@ -527,7 +501,7 @@ export class Engine {
         expired++;
       }
       for (const job of await ops.timedOutJobs(now, REAP_BATCH)) {
-        if (job.lease_id) await ops.updateLease(job.lease_id, { state: 'failed' });
+        if (job.lease_id) await ops.updateLease(job.lease_id, { state: 'timed_out' });
         await this.applyFailure(ops, job, `timed out after ${job.timeout_secs}s`, true, now, changes);
         timedOut++;
       }
@@ -565,7 +539,7 @@ export class Engine {
 
   private async requireWorkflow(ops: StoreOps, id: string): Promise<WorkflowRecord> {
     const wf = await ops.getWorkflow(id);
-    if (!wf) throw notFound('workflow_not_found', `workflow "${id}" does not exist`);
+    if (!wf) throw new WeftError('workflow_not_found', `workflow "${id}" does not exist`);
     return wf;
   }
 
@@ -583,7 +557,7 @@ export class Engine {
 
   private unknownJob(wf: WorkflowRecord, jobId: string) {
     const names = wf.definition.jobs.map((j) => j.id).join(', ');
-    return notFound('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
+    return new WeftError('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
   }
 
   /**
@@ -592,29 +566,29 @@ export class Engine {
    */
   private async checkLease(ops: StoreOps, leaseId: string, now: number, changes: Changes): Promise<LeaseCheck> {
     const lease = await ops.getLease(leaseId);
-    if (!lease) throw conflict('lease_not_found', `lease ${leaseId} does not exist (it may never have been granted)`);
+    if (!lease) throw new WeftError('lease_not_found', `lease ${leaseId} does not exist (it may never have been granted)`);
     await ops.touchWorker(lease.worker_id, now);
     if (lease.state === 'cancelled') {
       const job = (await ops.getJobByRowId(lease.job_row_id))!;
       return { kind: 'cancelled', lease, job };
     }
     if (lease.state !== 'active') {
-      throw conflict(`lease_${lease.state}`, `lease ${leaseId} is no longer valid: it was already ${lease.state}`);
+      throw new WeftError(settledLeaseCode(lease.state), `lease ${leaseId} is no longer valid: it was already ${lease.state.replace('_', ' ')}`);
     }
     if (isLeaseExpired(lease.expires_at_ms, now)) {
       await this.expireLease(ops, lease, now, changes);
-      return { kind: 'lost', reason: `lease ${leaseId} expired at ${new Date(lease.expires_at_ms).toISOString()}; the job was re-queued` };
+      return { kind: 'lost', code: 'lease_expired', reason: `lease ${leaseId} expired at ${new Date(lease.expires_at_ms).toISOString()}; the job was re-queued` };
     }
     const job = (await ops.getJobByRowId(lease.job_row_id))!;
     if (job.deadline_ms !== null && now > job.deadline_ms) {
-      await ops.updateLease(leaseId, { state: 'failed' });
+      await ops.updateLease(leaseId, { state: 'timed_out' });
       await this.applyFailure(ops, job, `timed out after ${job.timeout_secs}s`, true, now, changes);
-      return { kind: 'lost', reason: `job "${job.job_id}" exceeded its timeout of ${job.timeout_secs}s; lease ${leaseId} is void` };
+      return { kind: 'lost', code: 'lease_timed_out', reason: `job "${job.job_id}" exceeded its timeout of ${job.timeout_secs}s; lease ${leaseId} is void` };
     }
     return { kind: 'live', lease, job };
   }
 
-  /** CONTRACT.md: an expired lease is a retryable failure with error `lease expired`. */
+  /** README "How a run works": an expired lease is a retryable failure with error `lease expired`. */
   private async expireLease(ops: StoreOps, lease: LeaseRecord, now: number, changes: Changes): Promise<void> {
     await ops.updateLease(lease.lease_id, { state: 'expired' });
     const job = await ops.getJobByRowId(lease.job_row_id);

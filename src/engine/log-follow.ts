@@ -1,7 +1,8 @@
 import type { JobState } from '../domain/types.js';
 import { isTerminal } from '../domain/types.js';
 import type { Engine, JobChange } from './engine.js';
-import { logChunkView, type LogChunkView } from './views.js';
+import type { LogChunkView } from '../protocol/types.js';
+import { logChunkView } from './views.js';
 
 export type FollowEvent =
   | { type: 'log'; chunk: LogChunkView }

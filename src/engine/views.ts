@@ -1,65 +1,27 @@
 import { backoffToWire } from '../domain/backoff.js';
-import type { JobState, WireBackoff, WorkflowState } from '../domain/types.js';
+import type { JobPresentation, JobSpec } from '../domain/types.js';
+import { compatJobStatus } from '../protocol/states.js';
+import type { CurrentLease, JobView, LogChunkView, StatusDocument, WorkerView } from '../protocol/types.js';
 import type { JobRecord, LeaseRecord, LogChunkRecord, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 
 /**
- * The documents the API returns, built from store records. The status document is a superset of the
- * shape older clients read (CONTRACT.md "Runs and job states"); everything else is additive.
+ * The documents the API returns, built from store records in the shapes of src/protocol/types.ts:
+ * workflow-graph's fields exactly as its clients read them (docs/protocol.md), weft's richer
+ * data beside them.
  */
-
-export interface JobView {
-  id: string;
-  name: string;
-  status: JobState;
-  command: string;
-  depends_on: string[];
-  required_labels: string[];
-  attempt: number;
-  max_retries: number;
-  backoff: WireBackoff;
-  timeout_secs: number | null;
-  enqueued_at_ms: number | null;
-  delayed_until_ms: number;
-  started_at: string | null;
-  finished_at: string | null;
-  started_at_ms: number | null;
-  finished_at_ms: number | null;
-  duration_secs: number | null;
-  outputs: Record<string, string>;
-  error: string | null;
-  /** The last error text, under the name older clients read. */
-  output: string | null;
-  worker_id: string | null;
-}
-
-export interface RunView {
-  number: number;
-  status: WorkflowState;
-  created_at: string;
-  finished_at: string | null;
-}
-
-export interface StatusDocument {
-  id: string;
-  name: string;
-  trigger: string | null;
-  status: WorkflowState;
-  run_number: number | null;
-  run: RunView | null;
-  source: 'file' | 'api';
-  created_at: string;
-  updated_at: string;
-  jobs: JobView[];
-}
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+const NO_PRESENTATION: JobPresentation = { metadata: {}, ports: [], children: null, collapsed: false };
+
 export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: JobRecord[] | null): StatusDocument {
-  const jobViews: JobView[] = run && jobs ? jobs.map(jobView) : idleJobs(wf);
+  const presentation = presentationOf(wf);
+  const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
   return {
     id: wf.id,
     name: wf.name,
-    trigger: wf.trigger,
+    trigger: wf.trigger ?? '',
+    jobs: jobViews,
     status: run ? run.status : 'idle',
     run_number: run ? run.run_number : null,
     run: run
@@ -68,143 +30,117 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
           status: run.status,
           created_at: iso(run.created_at_ms)!,
           finished_at: iso(run.finished_at_ms),
+          created_at_ms: run.created_at_ms,
+          finished_at_ms: run.finished_at_ms,
         }
       : null,
     source: wf.source,
     created_at: iso(wf.created_at_ms)!,
     updated_at: iso(wf.updated_at_ms)!,
-    jobs: jobViews,
   };
 }
 
-function jobView(j: JobRecord): JobView {
-  const duration =
-    j.started_at_ms !== null && j.finished_at_ms !== null ? (j.finished_at_ms - j.started_at_ms) / 1000 : null;
+/** Only array-form definitions carry presentation; most workflows skip the map entirely. */
+function presentationOf(wf: WorkflowRecord): Map<string, JobPresentation> {
+  const map = new Map<string, JobPresentation>();
+  for (const spec of wf.definition.jobs) if (spec.presentation) map.set(spec.id, spec.presentation);
+  return map;
+}
+
+function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
+  const durationMs = j.started_at_ms !== null && j.finished_at_ms !== null ? Math.max(0, j.finished_at_ms - j.started_at_ms) : null;
   return {
     id: j.job_id,
     name: j.name,
-    status: j.status,
+    status: compatJobStatus(j.status),
     command: j.command,
+    // workflow-graph's viewer reads an unsigned integer: whole seconds, truncated as it does itself.
+    duration_secs: durationMs === null ? null : Math.floor(durationMs / 1000),
+    started_at: j.started_at_ms,
     depends_on: j.needs,
+    output: j.error,
     required_labels: j.labels,
-    attempt: j.attempt,
     max_retries: j.max_retries,
+    attempt: j.attempt,
+    metadata: p.metadata,
+    ports: p.ports,
+    children: p.children,
+    collapsed: p.collapsed,
+    state: j.status,
+    started_at_ms: j.started_at_ms,
+    finished_at_ms: j.finished_at_ms,
+    duration_ms: durationMs,
     backoff: backoffToWire(j.backoff),
     timeout_secs: j.timeout_secs,
     enqueued_at_ms: j.enqueued_at_ms === 0 ? null : j.enqueued_at_ms,
     delayed_until_ms: j.delayed_until_ms,
-    started_at: iso(j.started_at_ms),
-    finished_at: iso(j.finished_at_ms),
-    started_at_ms: j.started_at_ms,
-    finished_at_ms: j.finished_at_ms,
-    duration_secs: duration,
     outputs: j.outputs ?? {},
     error: j.error,
-    output: j.error,
     worker_id: j.worker_id,
   };
 }
 
 /** A workflow that never ran shows its definition's jobs, all pending. */
 function idleJobs(wf: WorkflowRecord): JobView[] {
-  return wf.definition.jobs.map((spec) => ({
-    id: spec.id,
-    name: spec.name,
-    status: 'pending',
-    command: spec.command,
-    depends_on: spec.needs,
-    required_labels: spec.labels,
-    attempt: 0,
-    max_retries: spec.max_retries,
-    backoff: backoffToWire(spec.backoff),
-    timeout_secs: spec.timeout_secs,
-    enqueued_at_ms: null,
-    delayed_until_ms: 0,
-    started_at: null,
-    finished_at: null,
-    started_at_ms: null,
-    finished_at_ms: null,
-    duration_secs: null,
-    outputs: {},
-    error: null,
-    output: null,
-    worker_id: null,
-  }));
-}
-
-export interface WorkflowSummary {
-  id: string;
-  name: string;
-  trigger: string | null;
-  source: 'file' | 'api';
-  job_count: number;
-  latest_run: number | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export function workflowSummary(wf: WorkflowRecord): WorkflowSummary {
-  return {
-    id: wf.id,
-    name: wf.name,
-    trigger: wf.trigger,
-    source: wf.source,
-    job_count: wf.definition.jobs.length,
-    latest_run: wf.latest_run === 0 ? null : wf.latest_run,
-    created_at: iso(wf.created_at_ms)!,
-    updated_at: iso(wf.updated_at_ms)!,
-  };
-}
-
-export interface WorkerView {
-  worker_id: string;
-  labels: string[];
-  registered_at_ms: number;
-  last_seen_ms: number;
-  status: 'idle' | 'busy' | 'offline';
-  current_job: CurrentJob | null;
-  /** Every job the worker holds (a worker with CONCURRENCY > 1 may hold several). */
-  current_jobs: CurrentJob[];
-}
-
-export interface CurrentJob {
-  workflow_id: string;
-  job_id: string;
-  run_number: number;
-  attempt: number;
-  lease_id: string;
-}
-
-export function workerViews(
-  workers: WorkerRecord[],
-  leases: LeaseRecord[],
-  nowMs: number,
-  offlineAfterMs: number,
-): WorkerView[] {
-  const held = new Map<string, CurrentJob[]>();
-  for (const l of leases) {
-    if (nowMs > l.expires_at_ms) continue;
-    const cj = { workflow_id: l.workflow_id, job_id: l.job_id, run_number: l.run_number, attempt: l.attempt, lease_id: l.lease_id };
-    const list = held.get(l.worker_id);
-    if (list) list.push(cj);
-    else held.set(l.worker_id, [cj]);
-  }
-  return workers.map((w) => {
-    const jobs = held.get(w.worker_id) ?? [];
-    const status = jobs.length > 0 ? 'busy' : nowMs - w.last_seen_ms > offlineAfterMs ? 'offline' : 'idle';
-    return { ...w, status, current_job: jobs[0] ?? null, current_jobs: jobs };
+  return wf.definition.jobs.map((spec: JobSpec) => {
+    const p = spec.presentation ?? NO_PRESENTATION;
+    return {
+      id: spec.id,
+      name: spec.name,
+      status: compatJobStatus('pending'),
+      command: spec.command,
+      duration_secs: null,
+      started_at: null,
+      depends_on: spec.needs,
+      output: null,
+      required_labels: spec.labels,
+      max_retries: spec.max_retries,
+      attempt: 0,
+      metadata: p.metadata,
+      ports: p.ports,
+      children: p.children,
+      collapsed: p.collapsed,
+      state: 'pending',
+      started_at_ms: null,
+      finished_at_ms: null,
+      duration_ms: null,
+      backoff: backoffToWire(spec.backoff),
+      timeout_secs: spec.timeout_secs,
+      enqueued_at_ms: null,
+      delayed_until_ms: 0,
+      outputs: {},
+      error: null,
+      worker_id: null,
+    };
   });
 }
 
-export interface LogChunkView {
-  workflow_id: string;
-  job_id: string;
-  run_number: number;
-  attempt: number;
-  sequence: number;
-  stream: string;
-  data: string;
-  timestamp_ms: number;
+export function workerViews(workers: WorkerRecord[], leases: LeaseRecord[], nowMs: number, offlineAfterMs: number): WorkerView[] {
+  const held = new Map<string, CurrentLease[]>();
+  for (const l of leases) {
+    if (nowMs > l.expires_at_ms) continue;
+    const cl = { workflow_id: l.workflow_id, job_id: l.job_id, run_number: l.run_number, attempt: l.attempt, lease_id: l.lease_id };
+    const list = held.get(l.worker_id);
+    if (list) list.push(cl);
+    else held.set(l.worker_id, [cl]);
+  }
+  return workers.map((w) => {
+    const leasesHeld = held.get(w.worker_id) ?? [];
+    const status = leasesHeld.length > 0 ? 'busy' : nowMs - w.last_seen_ms > offlineAfterMs ? 'offline' : 'idle';
+    const first = leasesHeld[0] ?? null;
+    return {
+      worker_id: w.worker_id,
+      labels: w.labels,
+      registered_at_ms: w.registered_at_ms,
+      // Any call of a worker counts as a sign of life (docs/api.md "GET /api/workers"), not only heartbeats.
+      last_heartbeat_ms: w.last_seen_ms,
+      current_job: first ? first.job_id : null,
+      status,
+      last_seen_ms: w.last_seen_ms,
+      current_lease: first,
+      current_leases: leasesHeld,
+    };
+  });
 }
 
 export function logChunkView(c: LogChunkRecord): LogChunkView {

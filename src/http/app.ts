@@ -9,7 +9,7 @@ import { workflowRoutes } from './routes/workflows.js';
 import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
 import { logRoutes } from './routes/logs.js';
-import { invalid } from '../domain/errors.js';
+import { WeftError, type ErrorBody } from '../protocol/errors.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -34,7 +34,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 512 },
     // Errors raised by the router before any route runs still answer in weft's error shape.
     frameworkErrors: (err, _req, reply: FastifyReply) => {
-      void reply.code(err.statusCode ?? 400).send({ error: 'bad_url', message: err.message });
+      void reply.code(err.statusCode ?? 400).send({ error: 'bad_url', message: err.message } satisfies ErrorBody);
     },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -50,7 +50,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(invalid('invalid_json', `request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(new WeftError('invalid_json', `request body is not valid JSON: ${(err as Error).message}`), undefined);
     }
   });
 

@@ -1,16 +1,10 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ErrorObject } from 'ajv';
-import { WeftError } from '../domain/errors.js';
+import { WeftError, type ErrorBody, type ErrorCode } from '../protocol/errors.js';
 import { DefinitionError } from '../definitions/index.js';
 import { describeValidationErrors } from './validation.js';
 
-/** CONTRACT.md "Errors": every non-2xx is JSON {error, message} plus optional detail fields. */
-export interface ErrorBody {
-  error: string;
-  message: string;
-  [detail: string]: unknown;
-}
-
+/** docs/api.md "Errors": every non-2xx is JSON {error, message} plus optional detail fields (docs/protocol.md). */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => {
     void reply.code(404).send({
@@ -21,10 +15,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
   app.setErrorHandler((err: FastifyError | WeftError | DefinitionError | Error, req, reply) => {
     if (err instanceof WeftError) {
-      return reply.code(err.status).send({ error: err.code, message: err.message, ...err.details });
+      return reply.code(err.status).send(err.toBody());
     }
     if (err instanceof DefinitionError) {
-      return reply.code(400).send({ error: 'invalid_workflow', message: err.message, issues: err.issues });
+      return reply.code(400).send({ error: 'invalid_workflow', message: err.message, issues: err.issues } satisfies ErrorBody);
     }
     const fe = err as FastifyError;
     if (fe.validation) {
@@ -32,21 +26,23 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(400).send({
         error: 'invalid_request',
         message: describeValidationErrors(part, fe.validation as ErrorObject[]),
-      });
+      } satisfies ErrorBody);
     }
     const status = fe.statusCode ?? 500;
     if (status === 413) {
-      return reply.code(413).send({ error: 'payload_too_large', message: `request body is larger than the ${app.initialConfig.bodyLimit} byte limit` });
+      return reply
+        .code(413)
+        .send({ error: 'payload_too_large', message: `request body is larger than the ${app.initialConfig.bodyLimit} byte limit` } satisfies ErrorBody);
     }
     if (status >= 400 && status < 500) {
-      return reply.code(status).send({ error: codeFor(fe), message: fe.message });
+      return reply.code(status).send({ error: codeFor(fe), message: fe.message } satisfies ErrorBody);
     }
     req.log.error({ err }, 'request failed');
-    return reply.code(500).send({ error: 'internal', message: 'internal server error; the server log has the details' });
+    return reply.code(500).send({ error: 'internal', message: 'internal server error; the server log has the details' } satisfies ErrorBody);
   });
 }
 
-function codeFor(err: FastifyError): string {
+function codeFor(err: FastifyError): ErrorCode {
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return 'unsupported_media_type';

@@ -1,4 +1,3 @@
-import { JOB_STATES } from '../domain/types.js';
 import { MAX_LEASE_TTL_SECS } from '../domain/lease.js';
 
 /** JSON schemas shared by the route modules. Bodies reject unknown fields (see validation.ts). */
@@ -16,8 +15,5 @@ export const workerIdSchema = { type: 'string', minLength: 1, maxLength: 256, pa
 
 export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
-/** The workflow list's `status` filter: a job state or an alias older clients send. */
-export const STATUS_ALIASES: Record<string, (typeof JOB_STATES)[number]> = { active: 'running', failure: 'failed' };
-export const statusFilterValues = [...JOB_STATES, ...Object.keys(STATUS_ALIASES)];
 
 export const leaseTtlSchema = { type: 'integer', minimum: 1, maximum: MAX_LEASE_TTL_SECS } as const;

@@ -1,5 +1,5 @@
 /**
- * Server settings from the environment (SPEC.md 4.4 plus weft's own). Every value is checked here so
+ * Server settings from the environment (README "Configuration"). Every value is checked here so
  * that a typo stops the process at start with a message naming the variable, instead of a default
  * silently standing in for it.
  */

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 const MAX_PORT_TRIES = 100;
 
 /**
- * SPEC.md 4.4: when PORT is taken the next free port is used. Port 0 asks the OS for any free port.
+ * README "Configuration": when PORT is taken the next free port is used. Port 0 asks the OS for any free port.
  * Returns the port really bound.
  */
 export async function listenWithFallForward(app: FastifyInstance, host: string, port: number): Promise<number> {

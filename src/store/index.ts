@@ -11,7 +11,7 @@ export type StoreLocation = { kind: 'sqlite'; file: string } | { kind: 'postgres
 export const DEFAULT_SQLITE_FILE = path.join('data', 'weft.db');
 
 /**
- * CONTRACT.md "Storage": unset -> data/weft.db; `sqlite:PATH` or a path ending in .db/.sqlite -> SQLite;
+ * README "Configuration": unset -> data/weft.db; `sqlite:PATH` or a path ending in .db/.sqlite -> SQLite;
  * postgres:// or postgresql:// -> PostgreSQL. Anything else is refused rather than guessed.
  */
 export function parseDatabaseUrl(url: string | undefined): StoreLocation {

@@ -95,7 +95,8 @@ export type JobPatch = Partial<
   >
 >;
 
-export type LeaseState = 'active' | 'completed' | 'failed' | 'expired' | 'cancelled';
+/** `failed` is a failure the worker reported; `timed_out` is one the server decided (timeout_secs). */
+export type LeaseState = 'active' | 'completed' | 'failed' | 'expired' | 'timed_out' | 'cancelled';
 
 export interface LeaseRecord {
   lease_id: string;
@@ -131,6 +132,12 @@ export interface WorkerRecord {
   labels: string[];
   registered_at_ms: number;
   last_seen_ms: number;
+}
+
+/** Names one run. */
+export interface RunKey {
+  workflow_id: string;
+  run_number: number;
 }
 
 export interface LabelSet {
@@ -174,10 +181,14 @@ export interface StoreOps {
   insertRun(run: RunRecord): Promise<void>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
   updateRun(workflowId: string, runNumber: number, status: RunState, finishedAtMs: number | null): Promise<void>;
+  /** Many runs in one query (a page of the workflow list); unknown keys are left out. */
+  getRuns(keys: readonly RunKey[]): Promise<RunRecord[]>;
 
   // jobs
   insertJobs(jobs: NewJob[]): Promise<void>;
   getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
+  /** The jobs of many runs in one query, each run's in row order. */
+  getJobsOfRuns(keys: readonly RunKey[]): Promise<JobRecord[]>;
   getJob(workflowId: string, runNumber: number, jobId: string): Promise<JobRecord | null>;
   getJobByRowId(rowId: number): Promise<JobRecord | null>;
   /** The named jobs of a run (missing ids are left out). */

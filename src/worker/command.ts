@@ -4,7 +4,7 @@ import { createLogger } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
 import { Worker, defaultWorkerId } from './worker.js';
 
-/** Settings of `weft worker`, from the environment (CONTRACT.md "The standalone worker"). */
+/** Settings of `weft worker`, from the environment (README "The worker: `weft worker`"). */
 export interface WorkerConfig {
   serverUrl: string;
   labels: string[];

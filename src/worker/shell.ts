@@ -1,11 +1,11 @@
 /**
- * The standalone worker's job handler (CONTRACT.md "The standalone worker"): `sh -c command` in its
+ * The standalone worker's job handler (README "The worker: `weft worker`"): `sh -c command` in its
  * own process group, the job's environment, stdout/stderr shipped line by line, `::set-output`
  * lines, an exit-code error ending with the stderr tail, and the whole process group killed on abort.
  */
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
-import type { ClaimedJob } from '../engine/engine.js';
+import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
 import { MAX_ERROR_CHARS, type JobContext, type JobHandler } from './worker.js';
 

@@ -1,6 +1,6 @@
 /**
  * The embeddable worker: registers, claims jobs, runs a handler per job and speaks the rest of the
- * worker protocol for it (SPEC.md 4.2, CONTRACT.md "Claiming, leases, retries" and "The standalone
+ * worker protocol for it (docs/api.md "Worker protocol", README "How a run works" and "The
  * worker"): heartbeats, batched log chunks, cancellation polling, and a result report that is retried
  * until it lands or the lease is known to be gone.
  *
@@ -12,11 +12,12 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
 import { WorkflowApiError, WorkflowClient, WorkflowNetworkError } from '../client/client.js';
-import type { ClaimResult, ClaimedJob, IncomingLogChunk, LeaseView } from '../engine/engine.js';
+import { classifyAnswer, landedReportCode, type LeaseCallOutcome } from '../protocol/errors.js';
+import type { ClaimResult, ClaimedJob, IncomingLogChunk, LeaseView } from '../protocol/types.js';
 import type { LogStream, Outputs, UpstreamOutputs } from '../domain/types.js';
 import { sleep } from '../util/sleep.js';
 
-/** SPEC.md 4.2 rule 7: error text sent by workers is truncated to this many characters. */
+/** The interface's rule: error text sent by workers is truncated to this many characters. */
 export const MAX_ERROR_CHARS = 4096;
 
 /** Throw this (or any error with `retryable === false`) from a handler to fail the job without retries. */
@@ -188,14 +189,20 @@ export function truncateError(text: string, max = MAX_ERROR_CHARS): string {
   return head + marker;
 }
 
-/** Network failures, timeouts, 5xx, 408 and 429 are worth retrying; other answers are not. */
-export function isTransient(err: unknown): boolean {
-  if (err instanceof WorkflowApiError) return err.status >= 500 || err.status === 408 || err.status === 429;
-  return true;
+/** What an error of a server call means for the worker, by the catalogue in docs/protocol.md. */
+function outcomeOf(err: unknown): LeaseCallOutcome {
+  return err instanceof WorkflowApiError ? classifyAnswer(err.status, err.error) : classifyAnswer(null, null);
 }
 
-function is409(err: unknown): err is WorkflowApiError {
-  return err instanceof WorkflowApiError && err.status === 409;
+/** Network failures, timeouts, 5xx, 408 and 429 are worth retrying; other answers are not. */
+export function isTransient(err: unknown): boolean {
+  return outcomeOf(err) === 'transient';
+}
+
+/** The server says this lease is over: its job was cancelled, or the lease expired or was settled. */
+function isLeaseOver(err: unknown): err is WorkflowApiError {
+  const o = outcomeOf(err);
+  return o === 'lease_lost' || o === 'cancelled';
 }
 
 function describe(err: unknown): string {
@@ -407,7 +414,7 @@ class LogSender {
       });
     } catch (err) {
       if (this.closed) return;
-      if (is409(err)) {
+      if (isLeaseOver(err)) {
         this.run.lost(err);
         // Whatever the 409 says, this lease takes no more logs.
         this.close();
@@ -563,7 +570,7 @@ class JobRun {
 
   /** A 409 from the server: the lease is gone (expired, settled, or its job cancelled). */
   lost(err: WorkflowApiError): void {
-    if (err.error === 'job_cancelled') this.abandon('cancelled', err.serverMessage);
+    if (outcomeOf(err) === 'cancelled') this.abandon('cancelled', err.serverMessage);
     else this.loseLease(err.serverMessage);
   }
 
@@ -615,7 +622,7 @@ class JobRun {
         failures = 0;
       } catch (err) {
         if (!this.heartbeating) return;
-        if (is409(err)) return this.lost(err);
+        if (isLeaseOver(err)) return this.lost(err);
         failures++;
         this.log.warn(
           { err: describe(err), lease_left_ms: Math.max(0, Math.round(this.expiresAt - now())) },
@@ -991,9 +998,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
           : await this.client.fail(run.lease.lease_id, outcome.error, outcome.retryable);
         return { kind: 'landed', status: res.status };
       } catch (err) {
-        if (is409(err)) {
+        if (isLeaseOver(err)) {
           // An earlier try reached the server but its answer did not reach us.
-          if (transientSeen && err.error === (outcome.ok ? 'lease_completed' : 'lease_failed')) {
+          if (transientSeen && err.error === landedReportCode(outcome.ok ? 'complete' : 'fail')) {
             return { kind: 'settled', status: outcome.ok ? 'success' : failedStatus(run.job, outcome.retryable) };
           }
           run.lost(err);
@@ -1015,7 +1022,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 }
 
-/** The state a fail report leaves the job in (CONTRACT.md "Retry"), for when its answer was lost. */
+/** The state a fail report leaves the job in (README "How a run works"), for when its answer was lost. */
 function failedStatus(job: ClaimedJob, retryable: boolean): string {
   return retryable && job.attempt < job.retry_policy.max_retries ? 'queued' : 'failed';
 }

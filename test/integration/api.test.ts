@@ -1,7 +1,7 @@
 /**
  * The HTTP API against a real in-process server (SQLite store, real HTTP on 127.0.0.1): every
  * endpoint's success and error codes, and the {error, message} shape of every non-2xx answer
- * (SPEC.md section 4 and 7, CONTRACT.md "Errors").
+ * (docs/api.md).
  */
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ async function serve(t: TestContext, opts: Opts = {}): Promise<InProcessServer &
   return Object.assign(s, { c: client(s.url) });
 }
 
-/** CONTRACT.md "Errors": every non-2xx answer is JSON {error, message}. */
+/** docs/api.md "Errors": every non-2xx answer is JSON {error, message}. */
 function assertError(r: HttpResult, status: number | number[], code?: string): void {
   const statuses = Array.isArray(status) ? status : [status];
   assert.ok(statuses.includes(r.status), `expected HTTP ${statuses.join(' or ')}, got ${r.status}: ${r.text}`);
@@ -77,8 +77,12 @@ const JOB_FIELDS = [
   'attempt',
   'max_retries',
   'started_at',
-  'finished_at',
   'duration_secs',
+  'state',
+  'started_at_ms',
+  'finished_at_ms',
+  'duration_ms',
+  'metadata',
   'outputs',
   'error',
   'worker_id',
@@ -111,15 +115,19 @@ describe('POST /api/workflows', () => {
       {
         id: 'build',
         name: 'Build it',
-        status: 'pending',
+        status: 'queued',
         command: 'make build',
         depends_on: [],
         required_labels: ['linux'],
         attempt: 0,
         max_retries: 0,
         started_at: null,
-        finished_at: null,
         duration_secs: null,
+        state: 'pending',
+        started_at_ms: null,
+        finished_at_ms: null,
+        duration_ms: null,
+        metadata: {},
         outputs: {},
         error: null,
         worker_id: null,
@@ -127,7 +135,7 @@ describe('POST /api/workflows', () => {
       },
     );
     assert.equal(tst.name, 'test', 'display name defaults to the job id');
-    assert.equal(tst.status, 'pending');
+    assert.equal(tst.state, 'pending');
     assert.equal(tst.command, 'make test');
     assert.deepEqual(tst.depends_on, ['build']);
     assert.deepEqual(tst.required_labels, []);
@@ -177,7 +185,7 @@ describe('POST /api/workflows', () => {
     const again = await c.post('/api/workflows', { name: 'Legacy client', jobs: [{ id: 'x', command: 'true' }] });
     assert.equal(again.status, 201, again.text);
     assert.notEqual(again.body.id, doc.id);
-    assert.equal(again.body.trigger, null);
+    assert.equal(again.body.trigger, '', 'no trigger reads as the empty string older clients expect');
 
     const got = await c.get(`/api/workflows/${doc.id}/status`);
     assert.equal(got.status, 200);
@@ -505,7 +513,7 @@ describe('POST /api/workflows/{id}/run', () => {
     assert.equal(first.body.id, 'ci');
     assert.equal(first.body.run_number, 1);
     assert.equal(first.body.status, 'running');
-    const jobs = Object.fromEntries(first.body.jobs.map((j: any) => [j.id, j.status]));
+    const jobs = Object.fromEntries(first.body.jobs.map((j: any) => [j.id, j.state]));
     assert.deepEqual(jobs, { build: 'queued', test: 'pending' });
 
     const again = await c.post('/api/workflows/ci/run');
@@ -518,7 +526,7 @@ describe('POST /api/workflows/{id}/run', () => {
     assert.equal(second.body.run_number, 2);
     assert.equal(second.body.status, 'running');
     const build = second.body.jobs.find((j: any) => j.id === 'build');
-    assert.equal(build.status, 'queued');
+    assert.equal(build.state, 'queued');
     assert.equal(build.attempt, 0);
     assert.equal(build.worker_id, null);
     assert.equal((await c.status('ci')).run_number, 2);
@@ -564,7 +572,7 @@ describe('POST /api/workflows/{id}/cancel', () => {
     assertJson(r);
     const s = await c.status('three');
     assert.equal(s.status, 'cancelled');
-    assert.deepEqual(s.jobs.map((j: any) => j.status), ['cancelled', 'cancelled', 'cancelled']);
+    assert.deepEqual(s.jobs.map((j: any) => j.state), ['cancelled', 'cancelled', 'cancelled']);
     // A cancelled job is never handed out again.
     assert.equal(await c.claim('w2', ['x']), null);
   });
@@ -619,7 +627,7 @@ describe('workers', () => {
     assert.ok(Array.isArray(list.body));
     assert.deepEqual(list.body.map((w: any) => w.worker_id).sort(), ['w-1', 'w-2']);
     for (const w of list.body) {
-      for (const f of ['worker_id', 'labels', 'registered_at_ms', 'last_seen_ms', 'status', 'current_job']) {
+      for (const f of ['worker_id', 'labels', 'registered_at_ms', 'last_heartbeat_ms', 'last_seen_ms', 'status', 'current_job', 'current_lease']) {
         assert.ok(f in w, `worker record lacks ${f}: ${JSON.stringify(w)}`);
       }
       assert.ok(Array.isArray(w.labels));
@@ -635,10 +643,11 @@ describe('workers', () => {
     assert.ok(claim);
     const busy = (await c.get('/api/workers')).body.find((w: any) => w.worker_id === 'w-1');
     assert.equal(busy.status, 'busy');
-    assert.ok(busy.current_job && typeof busy.current_job === 'object');
-    assert.equal(busy.current_job.workflow_id, 'wk');
-    assert.equal(busy.current_job.job_id, 'only');
-    assert.equal(busy.current_job.lease_id, claim.lease.lease_id);
+    assert.equal(busy.current_job, 'only');
+    assert.equal(busy.current_lease.workflow_id, 'wk');
+    assert.equal(busy.current_lease.job_id, 'only');
+    assert.equal(busy.current_lease.run_number, 1);
+    assert.equal(busy.current_lease.lease_id, claim.lease.lease_id);
     assert.ok(busy.last_seen_ms >= r.body.last_seen_ms);
     const other = (await c.get('/api/workers')).body.find((w: any) => w.worker_id === 'w-2');
     assert.equal(other.status, 'idle');
@@ -718,7 +727,7 @@ describe('POST /api/jobs/claim', () => {
       assertError(r, 400);
     }
     // Nothing was handed out by the refused claims.
-    assert.deepEqual((await c.status('ttl')).jobs.map((j: any) => j.status), ['queued', 'queued']);
+    assert.deepEqual((await c.status('ttl')).jobs.map((j: any) => j.state), ['queued', 'queued']);
     const low = await c.claim('w1', [], 1);
     assert.equal(low?.lease.ttl_secs, 1);
     const high = await c.claim('w1', [], 86400);
@@ -736,7 +745,7 @@ describe('POST /api/jobs/claim', () => {
     assertError(await c.post('/api/jobs/claim'), 400);
     assertError(await c.post('/api/jobs/claim', '[]'), 400);
     assertError(await c.post('/api/jobs/claim', '{"worker_id": '), 400, 'invalid_json');
-    assert.equal((await c.jobState('v', 'only')).status, 'queued');
+    assert.equal((await c.jobState('v', 'only')).state, 'queued');
   });
 
   test('nothing available: 200 with the JSON value null', async (t) => {
@@ -783,7 +792,7 @@ describe('lease endpoints', () => {
     assertError(await c.post(`/api/jobs/${lid}/complete`, { outputs: {} }), 409);
     assertError(await c.post(`/api/jobs/${lid}/fail`, { error: 'late' }), 409);
     const s = await c.jobState('hb', 'only');
-    assert.equal(s.status, 'success');
+    assert.equal(s.state, 'success');
     assert.deepEqual(s.outputs, { k: 'v' });
   });
 
@@ -796,7 +805,7 @@ describe('lease endpoints', () => {
       assertError(await c.post(`/api/jobs/${lid}/complete`, { outputs }), 400);
     }
     assertError(await c.post(`/api/jobs/${lid}/complete`, { outputs: {}, extra: 1 }), 400);
-    assert.equal((await c.jobState('out', 'only')).status, 'running');
+    assert.equal((await c.jobState('out', 'only')).state, 'running');
     assert.equal((await c.post(`/api/jobs/${lid}/complete`, { outputs: { n: '1' } })).status, 200);
     assert.deepEqual((await c.jobState('out', 'only')).outputs, { n: '1' });
   });
@@ -812,12 +821,12 @@ describe('lease endpoints', () => {
     assertError(await c.post(`/api/jobs/${lid}/fail`, { error: 42, retryable: true }), 400);
     assertError(await c.post(`/api/jobs/${lid}/fail`, { error: 'x', retryable: 'yes' }), 400);
     const job = await c.jobState('f', 'only');
-    assert.equal(job.status, 'running');
+    assert.equal(job.state, 'running');
     assert.equal(job.attempt, 0);
     const ok = await c.post(`/api/jobs/${lid}/fail`, { error: 'boom', retryable: true });
     assert.equal(ok.status, 200, ok.text);
     const after = await c.jobState('f', 'only');
-    assert.equal(after.status, 'queued');
+    assert.equal(after.state, 'queued');
     assert.equal(after.attempt, 1);
     assert.equal(after.error, 'boom');
     assert.equal(after.output, 'boom');
@@ -854,7 +863,7 @@ describe('GET /api/jobs/{wf}/{job}/cancelled', () => {
     // The worker's late report on the cancelled job gets 200 and changes nothing.
     const late = await c.post(`/api/jobs/${claim!.lease.lease_id}/complete`, { outputs: { a: 'b' } });
     assert.equal(late.status, 200, late.text);
-    assert.equal((await c.jobState('cx', 'build')).status, 'cancelled');
+    assert.equal((await c.jobState('cx', 'build')).state, 'cancelled');
 
     assertError(await c.get('/api/jobs/nope/build/cancelled'), 404);
     assertError(await c.get('/api/jobs/cx/nope/cancelled'), 404);
@@ -931,7 +940,7 @@ describe('CORS', () => {
   });
 });
 
-// CONTRACT.md "Errors": never a 500 for bad input.
+// docs/api.md "Errors": never a 500 for bad input.
 test('bad input never produces a 500', async (t) => {
   const { c } = await serve(t);
   await c.createWorkflow(single('s'));

@@ -424,7 +424,7 @@ test('status: a table of the latest run, and --json prints the status document',
   assert.equal(doc.id, id);
   assert.equal(doc.run_number, 1);
   assert.deepEqual(
-    doc.jobs.map((x: any) => [x.id, x.status, x.attempt]),
+    doc.jobs.map((x: any) => [x.id, x.state, x.attempt]),
     [
       ['a', 'success', 0],
       ['b', 'queued', 1],

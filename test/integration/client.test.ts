@@ -77,7 +77,8 @@ test('worker protocol: register, claim, heartbeat, logs, complete, fail; workers
   assert.equal(hb.lease_id, a.lease.lease_id);
   const me = (await weft.listWorkers()).find((w) => w.worker_id === 'cw')!;
   assert.equal(me.status, 'busy');
-  assert.equal(me.current_job?.job_id, 'a');
+  assert.equal(me.current_job, 'a');
+  assert.equal(me.current_lease?.lease_id, a.lease.lease_id);
   assert.deepEqual(
     await weft.pushLogs(a.lease.lease_id, [
       { sequence: 0, data: 'hello\n', stream: 'stdout' },

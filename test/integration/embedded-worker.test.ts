@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WorkflowClient } from '../../src/client/client.js';
-import type { ClaimedJob } from '../../src/engine/engine.js';
+import type { ClaimedJob } from '../../src/protocol/types.js';
 import {
   JobAbortedError,
   PermanentError,
@@ -137,7 +137,7 @@ test('ctx.log: text stored in order with streams, shipped while the handler runs
       [1, 'stderr', 'oops\n'],
     ],
   );
-  assert.equal(jobOf(await api.status('logs'), 'j').status, 'running');
+  assert.equal(jobOf(await api.status('logs'), 'j').state, 'running');
   release();
   assert.equal((await api.settled('logs')).status, 'success');
   const all = (await api.get('/api/workflows/logs/jobs/j/logs')).body as any[];
@@ -159,14 +159,14 @@ test('a thrown error is retried, then failed; a PermanentError fails at once', a
   w.on('job:failed', (e) => failures.push({ job: e.job.job_id, retryable: e.retryable, error: e.error, status: e.status }));
   await createAndRun(api, { id: 'f1', jobs: { flaky: { retries: 1, run: 'u' }, down: { needs: 'flaky', run: 'u' } } });
   const doc = await api.settled('f1');
-  assert.equal(jobOf(doc, 'flaky').status, 'failed');
+  assert.equal(jobOf(doc, 'flaky').state, 'failed');
   assert.equal(jobOf(doc, 'flaky').attempt, 1);
   assert.equal(jobOf(doc, 'flaky').error, 'boom at attempt 1');
-  assert.equal(jobOf(doc, 'down').status, 'skipped');
+  assert.equal(jobOf(doc, 'down').state, 'skipped');
 
   await createAndRun(api, { id: 'f2', jobs: { perm: { retries: 3, run: 'u' } } });
   const perm = jobOf(await api.settled('f2'), 'perm');
-  assert.equal(perm.status, 'failed');
+  assert.equal(perm.state, 'failed');
   assert.equal(perm.attempt, 0, 'no retry for a PermanentError');
   assert.ok(perm.error.startsWith('bad input xxx'));
   assert.ok(perm.error.length <= 4096, `error is ${perm.error.length} characters`);
@@ -200,14 +200,14 @@ test('cancel aborts ctx.signal (found by the cancel poll); nothing is reported; 
   const abandoned: string[] = [];
   w.on('job:abandoned', (e) => abandoned.push(e.reason));
   await createAndRun(api, { id: 'c1', jobs: { j: { run: 'u' } } });
-  await until(async () => jobOf(await api.status('c1'), 'j').status === 'running', 'the job to run');
+  await until(async () => jobOf(await api.status('c1'), 'j').state === 'running', 'the job to run');
   assert.equal((await api.post('/api/workflows/c1/cancel')).status, 202);
   await until(() => abandoned.length === 1, 'the job to be abandoned', 3000);
   assert.ok(reason instanceof JobAbortedError);
   assert.equal(reason.reason, 'cancelled');
   assert.deepEqual(abandoned, ['cancelled']);
   const j = jobOf(await api.status('c1'), 'j');
-  assert.equal(j.status, 'cancelled');
+  assert.equal(j.state, 'cancelled');
   assert.deepEqual(j.outputs, {});
   await createAndRun(api, { id: 'after', jobs: { j: { run: 'u' } } });
   assert.equal((await api.settled('after')).status, 'success');
@@ -227,7 +227,7 @@ test('a 409 on heartbeat aborts the job too (cancel seen through the lease, not 
   const abandoned: string[] = [];
   w.on('job:abandoned', (e) => abandoned.push(e.reason));
   await createAndRun(api, { id: 'c2', jobs: { j: { run: 'u' } } });
-  await until(async () => jobOf(await api.status('c2'), 'j').status === 'running', 'the job to run');
+  await until(async () => jobOf(await api.status('c2'), 'j').state === 'running', 'the job to run');
   await api.post('/api/workflows/c2/cancel');
   await until(() => abandoned.length === 1, 'the job to be abandoned', 3000);
   assert.ok(reason instanceof JobAbortedError);
@@ -257,7 +257,7 @@ test('a lost lease (heartbeats not getting through) aborts the job; the server r
   await createAndRun(api, { id: 'lost', jobs: { j: { retries: 2, run: 'u' } } });
   const doc = await api.settled('lost');
   const j = jobOf(doc, 'j');
-  assert.equal(j.status, 'success');
+  assert.equal(j.state, 'success');
   assert.equal(j.attempt, 1, 'the lost attempt counted as a retry');
   assert.deepEqual(j.outputs, { attempt: '1' });
   assert.equal(reasons.length, 1);
@@ -298,7 +298,7 @@ test('stop() drains: the running job finishes and reports, nothing new is claime
   assert.equal(w.stats.running, 0);
   const doc = await api.status('drain');
   assert.deepEqual(jobOf(doc, 'a').outputs, { drained: 'yes' });
-  assert.equal(jobOf(doc, 'b').status, 'queued', 'not claimed after stop()');
+  assert.equal(jobOf(doc, 'b').state, 'queued', 'not claimed after stop()');
 });
 
 test('stop({ abort: true }) aborts running handlers with reason shutdown and hands the job back', async (t) => {
@@ -314,7 +314,7 @@ test('stop({ abort: true }) aborts running handlers with reason shutdown and han
   assert.ok(reason instanceof JobAbortedError);
   assert.equal(reason.reason, 'shutdown');
   const j = jobOf(await api.status('abort'), 'j');
-  assert.equal(j.status, 'queued', 're-queued at once, not after the lease runs out');
+  assert.equal(j.state, 'queued', 're-queued at once, not after the lease runs out');
   assert.equal(j.attempt, 1);
   assert.match(j.error, /shut down/);
 });
@@ -399,7 +399,7 @@ test('a /logs endpoint that keeps failing does not hold back a finished job\'s r
   );
   await createAndRun(api, { id: 'stuck-logs', jobs: { j: { run: 'u' } } });
   const doc = await api.settled('stuck-logs', 8000);
-  assert.equal(jobOf(doc, 'j').status, 'success');
+  assert.equal(jobOf(doc, 'j').state, 'success');
   assert.deepEqual(jobOf(doc, 'j').outputs, { done: 'yes' });
   assert.ok(logAttempts >= 1);
   assert.equal(w.stats.succeeded, 1);
@@ -454,7 +454,7 @@ test('a report whose answer was lost (then 409 lease_completed / lease_failed) c
   await createAndRun(api, { id: 'lost-answers', jobs: { ok: { run: 'u' }, bad: { needs: 'ok', run: 'u' } } });
   const doc = await api.settled('lost-answers');
   assert.deepEqual(jobOf(doc, 'ok').outputs, { v: '1' });
-  assert.equal(jobOf(doc, 'bad').status, 'failed');
+  assert.equal(jobOf(doc, 'bad').state, 'failed');
   await until(() => events.length === 2, 'both reports to be settled');
   assert.deepEqual(events, ['done ok success', 'failed bad failed retryable=false']);
   assert.deepEqual({ ...w.stats, running: 0 }, { claimed: 2, succeeded: 1, failed: 1, abandoned: 0, running: 0 });
@@ -482,7 +482,7 @@ test('stop({ abort: true }): heartbeats go on until the failure report lands, ev
   assert.ok(reason instanceof JobAbortedError);
   assert.deepEqual(abandoned, ['shutdown']);
   const j = jobOf(await api.status('slow-stop'), 'j');
-  assert.equal(j.status, 'queued');
+  assert.equal(j.state, 'queued');
   assert.equal(j.attempt, 1);
   assert.match(j.error, /shut down/, 'the worker\'s failure report landed (not a lease expiry)');
 });
@@ -580,7 +580,7 @@ test('after a cancel, the last log lines go out in full, not just one batch', as
   const abandoned: string[] = [];
   w.on('job:abandoned', (e) => abandoned.push(e.reason));
   await createAndRun(api, { id: 'last-words', jobs: { j: { run: 'u' } } });
-  await until(async () => jobOf(await api.status('last-words'), 'j').status === 'running', 'the job to run');
+  await until(async () => jobOf(await api.status('last-words'), 'j').state === 'running', 'the job to run');
   await api.post('/api/workflows/last-words/cancel');
   await until(() => abandoned.length === 1, 'the job to be abandoned', 5000);
   const text = (await api.get('/api/workflows/last-words/jobs/j/logs')).body.map((c: any) => c.data).join('');
@@ -596,7 +596,7 @@ test('shell handler: the stderr tail keeps a multibyte character split across re
   const run = "printf 'start \\342\\202' >&2; sleep 0.2; printf '\\254 end\\n' >&2; exit 3";
   await createAndRun(api, { id: 'utf8', jobs: { j: { run } } });
   const j = jobOf(await api.settled('utf8'), 'j');
-  assert.equal(j.status, 'failed');
+  assert.equal(j.state, 'failed');
   assert.ok(j.error.endsWith('start € end'), JSON.stringify(j.error));
   assert.ok(!j.error.includes('\uFFFD'), JSON.stringify(j.error));
 });

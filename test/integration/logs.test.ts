@@ -1,5 +1,5 @@
 /**
- * Logs (CONTRACT.md "Logs"): pushing chunks through a lease, reading them back per run and
+ * Logs (docs/api.md "Logs"): pushing chunks through a lease, reading them back per run and
  * attempt, and the server-sent-events stream that replays stored chunks, follows live ones and
  * ends when the job reaches a terminal state.
  */
@@ -249,7 +249,7 @@ describe('pushing and reading logs', () => {
     // The expiry counted as a failure of the job (no retries left).
     const job = await until(async () => {
       const j = await c.jobState('exp', 'build');
-      return j.status === 'failed' ? j : null;
+      return j.state === 'failed' ? j : null;
     }, 'the job to fail after its lease expired', 5000);
     assert.equal(job.error, 'lease expired');
   });

@@ -113,7 +113,7 @@ test('WORKFLOWS_DIR: a broken file is reported and skipped; a changed file is up
   assert.equal(kept.run_number, 1, 'the run history must survive the update');
   assert.equal(kept.status, 'success');
   const build = kept.jobs.find((j: any) => j.id === 'build');
-  assert.equal(build.status, 'success');
+  assert.equal(build.state, 'success');
   assert.deepEqual(build.outputs, { v: '1' });
 
   const next = await api2.run('good');
@@ -178,7 +178,7 @@ test('restart (SIGTERM, exit 0) keeps workflows, runs, job states, outputs, leas
   assert.equal(after.name, 'Pipeline');
   const byId = (doc: any) => Object.fromEntries(doc.jobs.map((j: any) => [j.id, j]));
   const jb = byId(after);
-  assert.equal(jb.build.status, 'success');
+  assert.equal(jb.build.state, 'success');
   assert.deepEqual(jb.build.outputs, { artifact: 'app.tgz', sha: 'abc' });
   assert.equal(jb.deploy.status, 'running');
   assert.equal(jb.deploy.worker_id, 'wk-1');
@@ -211,8 +211,8 @@ test('restart (SIGTERM, exit 0) keeps workflows, runs, job states, outputs, leas
   assert.deepEqual([...w.labels].sort(), ['linux', 'x86']);
   assert.equal(w.registered_at_ms, wb.registered_at_ms);
   assert.equal(w.status, 'busy');
-  assert.equal(w.current_job?.job_id, 'deploy');
-  assert.equal(w.current_job?.lease_id, d.lease.lease_id);
+  assert.equal(w.current_job, 'deploy');
+  assert.equal(w.current_lease?.lease_id, d.lease.lease_id);
 
   // And the run finishes on the new process with the old lease.
   assert.equal((await api2.post(`/api/jobs/${d.lease.lease_id}/complete`, { outputs: {} })).status, 200);
@@ -346,7 +346,7 @@ test('kill -9 under load: no acknowledged completion is lost; held leases are re
   const settled = await until(
     async () => {
       const doc = await api2.status('load');
-      return doc.jobs.every((j: any) => j.status !== 'running') ? doc : null;
+      return doc.jobs.every((j: any) => j.state !== 'running') ? doc : null;
     },
     'no job left running',
     10_000,
@@ -355,19 +355,19 @@ test('kill -9 under load: no acknowledged completion is lost; held leases are re
   const s2 = state(settled);
   for (const id of held) {
     const j = s2.get(id);
-    assert.equal(j.status, 'queued', `held job ${id}: ${JSON.stringify(j)}`);
+    assert.equal(j.state, 'queued', `held job ${id}: ${JSON.stringify(j)}`);
     assert.equal(j.attempt, 1);
     assert.equal(j.error, 'lease expired');
   }
   for (const id of claimedUnacked) {
     const j = s2.get(id);
     // Its complete may have committed before the kill without the answer reaching us.
-    assert.ok(['queued', 'success'].includes(j.status), `claimed job ${id} is ${j.status}`);
-    if (j.status === 'queued') assert.equal(j.error, 'lease expired');
+    assert.ok(['queued', 'success'].includes(j.state), `claimed job ${id} is ${j.state}`);
+    if (j.state === 'queued') assert.equal(j.error, 'lease expired');
   }
-  for (const j of settled.jobs) assert.ok(['queued', 'success'].includes(j.status), `${j.id} is ${j.status}`);
+  for (const j of settled.jobs) assert.ok(['queued', 'success'].includes(j.state), `${j.id} is ${j.state}`);
   const successAfterRestart = new Map<string, number>(
-    settled.jobs.filter((j: any) => j.status === 'success').map((j: any) => [j.id, j.finished_at_ms]),
+    settled.jobs.filter((j: any) => j.state === 'success').map((j: any) => [j.id, j.finished_at_ms]),
   );
 
   // Drain the rest.
@@ -387,7 +387,7 @@ test('kill -9 under load: no acknowledged completion is lost; held leases are re
 
   const final = await api2.status('load');
   assert.equal(final.status, 'success');
-  assert.ok(final.jobs.every((j: any) => j.status === 'success'));
+  assert.ok(final.jobs.every((j: any) => j.state === 'success'));
   for (const [id, n] of drained) assert.equal(n, 1, `job ${id} completed ${n} times after the restart`);
   // Each job completed exactly once: the successes found after the restart plus the drained ones.
   assert.equal(successAfterRestart.size + drained.size, JOBS);
@@ -419,7 +419,7 @@ test('API_ONLY server + `weft scheduler`: no reaping without the scheduler; the 
   await until(
     async () => {
       const doc = await api.status('split');
-      for (const j of doc.jobs) assert.equal(j.status, 'running', `no reaper runs under API_ONLY: ${JSON.stringify(j)}`);
+      for (const j of doc.jobs) assert.equal(j.state, 'running', `no reaper runs under API_ONLY: ${JSON.stringify(j)}`);
       return Date.now() > expiry + 1500;
     },
     '1.5 s past lease expiry',
@@ -433,17 +433,17 @@ test('API_ONLY server + `weft scheduler`: no reaping without the scheduler; the 
   assert.equal(hb.status, 409, hb.text);
   assert.ok(Date.now() - t0 < 1000, 'the 409 comes at once');
   const touched = await api.jobState('split', 'touched');
-  assert.equal(touched.status, 'queued');
+  assert.equal(touched.state, 'queued');
   assert.equal(touched.attempt, 1);
   assert.equal(touched.error, 'lease expired');
-  assert.equal((await api.jobState('split', 'reaped')).status, 'running', 'the untouched job still waits for a reaper');
+  assert.equal((await api.jobState('split', 'reaped')).state, 'running', 'the untouched job still waits for a reaper');
 
   // `weft scheduler` always reaps, even with API_ONLY set in its environment.
   const sched = track(t, spawnWeft(['scheduler'], { ...sb.env, ...env }, sb.dir));
   const reaped = await until(
     async () => {
       const j = await api.jobState('split', 'reaped');
-      return j.status === 'running' ? null : j;
+      return j.state === 'running' ? null : j;
     },
     'the scheduler to re-queue the expired job',
     10_000,

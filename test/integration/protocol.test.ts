@@ -1,6 +1,6 @@
 /**
- * The worker protocol over real HTTP against a real server: every row of SPEC.md §3's transition
- * table, with the gaps filled as CONTRACT.md says.
+ * The worker protocol over real HTTP against a real server: every state transition of
+ * README "How a run works" and docs/api.md "Worker protocol".
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -44,7 +44,7 @@ describe('run', () => {
     const doc = await api.run(wf);
     assert.equal(doc.run_number, 1);
     assert.equal(doc.status, 'running');
-    const states = Object.fromEntries(doc.jobs.map((j: any) => [j.id, j.status]));
+    const states = Object.fromEntries(doc.jobs.map((j: any) => [j.id, j.state]));
     assert.deepEqual(states, { a: 'queued', b: 'pending', c: 'queued' });
   });
 
@@ -93,7 +93,7 @@ describe('claim', () => {
     assert.equal(lease.ttl_secs, 45);
     assert.ok(lease.granted_at_ms >= before);
     const s = await api.jobState(wf, 'only');
-    assert.equal(s.status, 'running');
+    assert.equal(s.state, 'running');
     assert.equal(s.worker_id, 'claimer-1');
     // Nothing else is claimable for this workflow.
     assert.equal(await claimOf(wf), null);
@@ -173,7 +173,7 @@ describe('heartbeat', () => {
       assert.equal(h.status, 200);
       return Date.now() > c.lease.expires_at_ms + 500;
     }, 'time to pass the original expiry', 5000, 300);
-    assert.equal((await api.jobState(wf, 'j')).status, 'running');
+    assert.equal((await api.jobState(wf, 'j')).state, 'running');
   });
 
   test('on an expired lease: 409 at once (no reaper running), and the job is re-queued', async () => {
@@ -186,7 +186,7 @@ describe('heartbeat', () => {
     assert.equal(r.status, 409);
     assert.equal(r.body.error, 'lease_expired');
     const s = await api.jobState(wf, 'j');
-    assert.equal(s.status, 'queued');
+    assert.equal(s.state, 'queued');
     assert.equal(s.attempt, 1);
     assert.equal(s.error, 'lease expired');
     // The old lease stays dead for every call.
@@ -224,7 +224,7 @@ describe('complete', () => {
       outputs: { artifact: 'app.tar.gz', version: '1.2.3' },
     });
     assert.equal(r1.status, 200);
-    assert.equal((await api.jobState(wf, 'deploy')).status, 'pending', 'deploy still needs lint');
+    assert.equal((await api.jobState(wf, 'deploy')).state, 'pending', 'deploy still needs lint');
     assert.equal(await api.claim('w', [tag]), null);
     const r2 = await api.post(`/api/jobs/${byId.get('lint')!.lease.lease_id}/complete`, { outputs: {} });
     assert.equal(r2.status, 200);
@@ -241,9 +241,9 @@ describe('complete', () => {
     assert.equal(doc.status, 'success');
     const build = doc.jobs.find((j: any) => j.id === 'build');
     assert.deepEqual(build.outputs, { artifact: 'app.tar.gz', version: '1.2.3' });
-    assert.equal(build.status, 'success');
-    assert.ok(build.started_at && build.finished_at);
-    assert.equal(typeof build.duration_secs, 'number');
+    assert.equal(build.state, 'success');
+    assert.ok(build.started_at && build.finished_at_ms);
+    assert.ok(Number.isInteger(build.duration_secs));
   });
 
   test('a second complete on the same lease: 409', async () => {
@@ -267,7 +267,7 @@ describe('complete', () => {
     assert.equal(r.status, 409);
     const s = await api.jobState(wf, 'j');
     // max_retries 0: an expired lease with no budget left fails the job.
-    assert.equal(s.status, 'failed');
+    assert.equal(s.state, 'failed');
     assert.deepEqual(s.outputs, {});
   });
 });
@@ -303,7 +303,7 @@ describe('fail', () => {
       }
     }
     const doc = await api.status(wf);
-    const st = Object.fromEntries(doc.jobs.map((j: any) => [j.id, j.status]));
+    const st = Object.fromEntries(doc.jobs.map((j: any) => [j.id, j.state]));
     assert.deepEqual(st, { flaky: 'failed', next: 'skipped', last: 'skipped', side: 'success' });
     const flaky = doc.jobs.find((j: any) => j.id === 'flaky');
     assert.equal(flaky.error, 'boom 2');
@@ -321,7 +321,7 @@ describe('fail', () => {
       const r = await api.post(`/api/jobs/${c.lease.lease_id}/fail`, body);
       assert.equal(r.status, 200);
       assert.equal(r.body.status, 'failed');
-      assert.equal((await api.jobState(wf, 'j')).status, 'failed');
+      assert.equal((await api.jobState(wf, 'j')).state, 'failed');
     }
   });
 
@@ -335,7 +335,7 @@ describe('fail', () => {
     const t1 = Date.now();
     assert.ok(r.body.delayed_until_ms >= t0 + 1000 && r.body.delayed_until_ms <= t1 + 1000, JSON.stringify(r.body));
     const s = await api.jobState(wf, 'j');
-    assert.equal(s.status, 'queued');
+    assert.equal(s.state, 'queued');
     assert.equal(s.delayed_until_ms, r.body.delayed_until_ms);
     // Not claimable while delayed (checked only while the delay surely has not passed).
     const early = await api.claim('w', [tag]);
@@ -372,7 +372,7 @@ describe('lease expiry with the reaper', () => {
       const c = (await o.claim('w', [], 1))!;
       const s = await until(async () => {
         const j = await o.jobState('r', 'j');
-        return j.status === 'queued' ? j : null;
+        return j.state === 'queued' ? j : null;
       }, 'the reaper to re-queue the job', 5000);
       assert.equal(s.attempt, 1);
       assert.equal(s.error, 'lease expired');
@@ -382,7 +382,7 @@ describe('lease expiry with the reaper', () => {
       await o.claim('w', [], 1);
       const f = await until(async () => {
         const j = await o.jobState('r', 'j');
-        return j.status === 'failed' ? j : null;
+        return j.state === 'failed' ? j : null;
       }, 'the second expiry to fail the job', 5000);
       assert.equal(f.error, 'lease expired');
       assert.equal((await o.status('r')).status, 'failed');
@@ -400,7 +400,7 @@ describe('lease expiry with the reaper', () => {
       const c = (await o.claim('w', [], 60))!;
       const s = await until(async () => {
         const j = await o.jobState('t', 'j');
-        return j.status === 'queued' ? j : null;
+        return j.state === 'queued' ? j : null;
       }, 'the timeout to re-queue the job', 5000);
       assert.match(s.error, /timed out after 1s/);
       const h = await o.post(`/api/jobs/${c.lease.lease_id}/heartbeat`);
@@ -419,7 +419,7 @@ describe('lease expiry with the reaper', () => {
     const h = await api.post(`/api/jobs/${c.lease.lease_id}/heartbeat`);
     assert.equal(h.status, 409);
     const s = await api.jobState(wf, 'j');
-    assert.equal(s.status, 'failed');
+    assert.equal(s.state, 'failed');
     assert.match(s.error, /timed out/);
   });
 });
@@ -445,7 +445,7 @@ describe('cancel', () => {
     }
     const doc = await api.status(wf);
     assert.equal(doc.status, 'cancelled');
-    assert.ok(doc.jobs.every((j: any) => j.status === 'cancelled'));
+    assert.ok(doc.jobs.every((j: any) => j.state === 'cancelled'));
     assert.equal(await api.claim('w', [tag]), null);
     // The worker learns through its heartbeat, and a late complete changes nothing.
     const hb = await api.post(`/api/jobs/${running.lease.lease_id}/heartbeat`);
@@ -455,7 +455,7 @@ describe('cancel', () => {
     assert.equal(late.status, 200);
     const lateFail = await api.post(`/api/jobs/${running.lease.lease_id}/fail`, { error: 'killed', retryable: true });
     assert.equal(lateFail.status, 200);
-    assert.equal((await api.jobState(wf, running.job.job_id)).status, 'cancelled');
+    assert.equal((await api.jobState(wf, running.job.job_id)).state, 'cancelled');
     // A new run may start after a cancel.
     const again = await api.run(wf);
     assert.equal(again.run_number, 2);
@@ -487,7 +487,7 @@ describe('workers', () => {
     const me = list.find((w) => w.worker_id === wid);
     assert.equal(me.status, 'busy');
     assert.deepEqual(
-      { workflow_id: me.current_job.workflow_id, job_id: me.current_job.job_id, lease_id: me.current_job.lease_id },
+      { workflow_id: me.current_lease.workflow_id, job_id: me.current_job, lease_id: me.current_lease.lease_id },
       { workflow_id: wf, job_id: 'j', lease_id: c.lease.lease_id },
     );
     assert.ok(me.last_seen_ms >= reg.body.last_seen_ms);

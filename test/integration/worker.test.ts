@@ -152,11 +152,11 @@ test('a failing command is retried, then failed with the exit code and stderr ta
   const doc = await api.settled('fails');
   assert.equal(doc.status, 'failed');
   const flaky = jobOf(doc, 'flaky');
-  assert.equal(flaky.status, 'failed');
+  assert.equal(flaky.state, 'failed');
   assert.equal(flaky.attempt, 1, 'one retry was used');
   assert.match(flaky.error, /exit(ed with)? code 7/);
   assert.ok(flaky.error.endsWith('first line\nboom at attempt 1'), flaky.error);
-  assert.equal(jobOf(doc, 'after').status, 'skipped');
+  assert.equal(jobOf(doc, 'after').state, 'skipped');
   // Each attempt's logs start at sequence 0.
   const attempt0 = await api.get('/api/workflows/fails/jobs/flaky/logs?attempt=0');
   assert.equal(attempt0.body[0].sequence, 0);
@@ -172,7 +172,7 @@ test('a failing command is retried, then failed with the exit code and stderr ta
     jobs: { j: { run: 'i=0; while [ $i -lt 400 ]; do echo "noise line $i ................................" >&2; i=$((i+1)); done; echo LAST-WORDS >&2; exit 3' } },
   });
   const noisy = jobOf(await api.settled('noisy'), 'j');
-  assert.equal(noisy.status, 'failed');
+  assert.equal(noisy.state, 'failed');
   assert.ok(noisy.error.length <= 4096, `error is ${noisy.error.length} characters`);
   assert.ok(noisy.error.length > 3000, 'the tail fills the room it has');
   assert.match(noisy.error, /^command exited with code 3/);
@@ -207,7 +207,7 @@ test('cancel kills the whole process tree within seconds; the worker then claims
   await until(() => pids.every((p) => !alive(p)), 'every process of the job to be gone', 8_000, 50);
   assert.ok(Date.now() - cancelledAt < 8_000);
   const doc = await api.status('long');
-  assert.equal(jobOf(doc, 'j').status, 'cancelled');
+  assert.equal(jobOf(doc, 'j').state, 'cancelled');
   // The worker's log says plainly how the job ended.
   await w.waitFor(/job cancelled after \d+\.\d s; handler stopped; nothing reported/, 5000);
 
@@ -216,7 +216,7 @@ test('cancel kills the whole process tree within seconds; the worker then claims
   assert.equal(next.status, 'success');
   assert.deepEqual(jobOf(next, 'j').outputs, { ok: 'yes' });
   // Nothing was reported for the cancelled job after the cancel.
-  assert.equal(jobOf(await api.status('long'), 'j').status, 'cancelled');
+  assert.equal(jobOf(await api.status('long'), 'j').state, 'cancelled');
 });
 
 test('labels route each job to the worker that has them', async (t) => {
@@ -252,7 +252,7 @@ test('heartbeats keep a job that outlives its lease TTL from being re-run', asyn
   await createAndRun(api, { id: 'slow', jobs: { j: { retries: 3, run: 'echo start; sleep 5; echo done' } } });
   const doc = await api.settled('slow', 20_000);
   const j = jobOf(doc, 'j');
-  assert.equal(j.status, 'success');
+  assert.equal(j.state, 'success');
   assert.equal(j.attempt, 0, 'never re-queued');
   assert.equal(j.error, null);
   assert.ok(j.duration_secs >= 4.5, `ran ${j.duration_secs}s`);
@@ -268,14 +268,14 @@ test('SIGTERM: the running job finishes and is reported, nothing new is claimed,
     id: 'drain',
     jobs: { first: { run: 'sleep 2; echo "::set-output finished=yes"' }, second: { needs: 'first', run: 'true' } },
   });
-  await until(async () => jobOf(await api.status('drain'), 'first').status === 'running', 'the job to run');
+  await until(async () => jobOf(await api.status('drain'), 'first').state === 'running', 'the job to run');
   w.kill('SIGTERM');
   assert.equal(await w.exited, 0, w.output());
   const doc = await api.status('drain');
-  assert.equal(jobOf(doc, 'first').status, 'success');
+  assert.equal(jobOf(doc, 'first').state, 'success');
   assert.deepEqual(jobOf(doc, 'first').outputs, { finished: 'yes' });
   // The job it unblocked was not taken: the worker had stopped claiming.
-  assert.equal(jobOf(doc, 'second').status, 'queued');
+  assert.equal(jobOf(doc, 'second').state, 'queued');
 });
 
 test('a second SIGTERM aborts the running job: its processes are killed and the job is handed back', async (t) => {
@@ -293,7 +293,7 @@ test('a second SIGTERM aborts the running job: its processes are killed and the 
   assert.equal(await w.exited, 143, w.output());
   await until(() => !alive(pid), 'the job process to be killed', 8000, 50);
   const j = jobOf(await api.status('abort'), 'j');
-  assert.equal(j.status, 'queued', 'handed back for a retry at once');
+  assert.equal(j.state, 'queued', 'handed back for a retry at once');
   assert.equal(j.attempt, 1);
   assert.match(j.error, /shut down/);
   assert.match(w.output(), /job aborted by shutdown after \d+\.\d s; handler stopped; failure reported \(job queued\)/);
@@ -437,12 +437,12 @@ test('examples/python-worker runs a job through to success with an output', { sk
   const doc = await api.settled('py', 20_000).catch((err) => {
     throw new Error(`${err.message}\npython worker output:\n${out}`);
   });
-  assert.equal(jobOf(doc, 'a').status, 'success', out);
+  assert.equal(jobOf(doc, 'a').state, 'success', out);
   assert.deepEqual(jobOf(doc, 'a').outputs, { answer: '42' });
   assert.deepEqual(jobOf(doc, 'b').outputs, { doubled: '84' });
   assert.equal(jobOf(doc, 'a').worker_id, 'py-1');
   const c = jobOf(doc, 'c');
-  assert.equal(c.status, 'failed');
+  assert.equal(c.state, 'failed');
   assert.match(c.error, /exit(ed with)? code 4/);
   assert.ok(c.error.endsWith('bad'), c.error);
   const chunks = await logs(api, 'py', 'a');

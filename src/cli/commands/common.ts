@@ -3,7 +3,7 @@
  * text formatting (tables, durations, colour that switches itself off when not on a terminal).
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { WorkflowApiError, WorkflowClient } from '../../client/client.js';
+import { isTransientStatus, WorkflowApiError, WorkflowClient } from '../../client/index.js';
 import type { JobState, WorkflowState } from '../../domain/types.js';
 
 export const DEFAULT_SERVER = 'http://localhost:3000';
@@ -90,10 +90,7 @@ export function networkFailure(err: unknown): string | null {
  * reason to show, or null when retrying cannot help (a 404, a 400, a bug).
  */
 export function transientFailure(err: unknown): string | null {
-  if (err instanceof WorkflowApiError) {
-    const s = err.status;
-    return s >= 500 || s === 408 || s === 429 ? httpStatus(err) : null;
-  }
+  if (err instanceof WorkflowApiError) return isTransientStatus(err.status) ? httpStatus(err) : null;
   return networkFailure(err);
 }
 

@@ -4,7 +4,7 @@
  * the ones already seen are skipped by their (attempt, sequence), so nothing is printed twice and
  * nothing is lost.
  */
-import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/client.js';
+import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/index.js';
 import type { JobState } from '../../domain/types.js';
 import { transientFailure } from './common.js';
 import { sleep } from '../../util/sleep.js';

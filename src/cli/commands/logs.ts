@@ -1,6 +1,6 @@
 /** `weft logs <workflow> <job> [--follow] [--run N] [--attempt N]`: a job's log output. */
 import type { Command } from 'commander';
-import type { LogChunkView, WorkflowClient } from '../../client/client.js';
+import type { LogChunkView, WorkflowClient } from '../../client/index.js';
 import { action, CliError, intOption, makeClient, serverOption, type ServerOptions } from './common.js';
 import { followJobLogs } from './follow-logs.js';
 
@@ -33,7 +33,7 @@ async function noOutput(client: WorkflowClient, workflow: string, job: string, o
       if (opts.attempt !== undefined && opts.attempt > j.attempt) {
         why = `its latest attempt is ${j.attempt} (--attempt counts from 0)`;
       } else if (j.started_at_ms === null && j.attempt === 0) {
-        why = j.status === 'skipped' || j.status === 'cancelled' ? `it never ran (${j.status})` : `it has not started yet (${j.status})`;
+        why = j.state === 'skipped' || j.state === 'cancelled' ? `it never ran (${j.state})` : `it has not started yet (${j.state})`;
       }
     }
   } catch {

@@ -4,8 +4,8 @@
  * job that runs, and exits 0 when the run succeeds, 1 when it fails or is cancelled.
  */
 import type { Command } from 'commander';
-import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/client.js';
-import type { JobView, StatusDocument } from '../../engine/views.js';
+import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/index.js';
+import type { JobView, StatusDocument } from '../../protocol/types.js';
 import {
   action,
   CliError,
@@ -91,7 +91,7 @@ class LineDisplay implements Display {
     this.width = jobWidth(doc);
     const now = Date.now();
     for (const job of doc.jobs) {
-      const key = `${job.status}/${job.attempt}`;
+      const key = `${job.state}/${job.attempt}`;
       if (this.seen.get(job.id) === key) continue;
       this.seen.set(job.id, key);
       process.stdout.write(`${this.stateLine(job, now)}\n`);
@@ -100,13 +100,13 @@ class LineDisplay implements Display {
 
   private stateLine(job: JobView, now: number): string {
     // Never on a terminal, so never coloured: plain padding lines the columns up.
-    const parts = [job.id.padEnd(this.width), job.status.padEnd(9)];
-    if (job.status !== 'pending' && job.status !== 'skipped') parts.push(`attempt ${formatAttempt(job)}`);
+    const parts = [job.id.padEnd(this.width), job.state.padEnd(9)];
+    if (job.state !== 'pending' && job.state !== 'skipped') parts.push(`attempt ${formatAttempt(job)}`);
     const secs = elapsedSecs(job, now);
     if (secs !== null) parts.push(formatDuration(secs));
-    if (job.status === 'running' && job.worker_id) parts.push(`worker ${job.worker_id}`);
+    if (job.state === 'running' && job.worker_id) parts.push(`worker ${job.worker_id}`);
     // The error of a failed job, or of the attempt a queued retry follows.
-    if (job.error && (job.status === 'failed' || job.status === 'queued')) parts.push(summary(job.error, 120));
+    if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(summary(job.error, 120));
     return parts.join('  ').trimEnd();
   }
 
@@ -179,7 +179,7 @@ async function followRun(client: WorkflowClient, workflowId: string, run: number
   const openStreams = (doc: StatusDocument) => {
     for (const job of doc.jobs) {
       if (streams.has(job.id)) continue;
-      if (job.status !== 'running' && job.started_at_ms === null && job.attempt === 0 && job.error === null) continue;
+      if (job.state !== 'running' && job.started_at_ms === null && job.attempt === 0 && job.error === null) continue;
       const handlers = {
         onChunk: (c: LogChunkView) => {
           if (c.run_number === run) display.log(job.id, c.data, c.stream);

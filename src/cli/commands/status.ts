@@ -1,12 +1,12 @@
 /** `weft status <workflow> [--json]`: the latest run of a workflow as a table of its jobs. */
 import type { Command } from 'commander';
-import type { JobView, StatusDocument } from '../../engine/views.js';
+import type { JobView, StatusDocument } from '../../protocol/types.js';
 import { action, formatDuration, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
 
 /** Seconds a job has taken: its duration once finished, the time since its start while running. */
 export function elapsedSecs(job: JobView, now = Date.now()): number | null {
-  if (job.duration_secs !== null) return job.duration_secs;
-  if (job.status === 'running' && job.started_at_ms !== null) return (now - job.started_at_ms) / 1000;
+  if (job.duration_ms !== null) return job.duration_ms / 1000;
+  if (job.state === 'running' && job.started_at_ms !== null) return (now - job.started_at_ms) / 1000;
   return null;
 }
 
@@ -23,7 +23,7 @@ export const JOB_HEADER = ['JOB', 'STATUS', 'ATTEMPT', 'DURATION', 'WORKER', 'ER
 export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 100): string[] {
   return [
     job.id,
-    paintState(p, job.status),
+    paintState(p, job.state),
     formatAttempt(job),
     formatDuration(elapsedSecs(job, now)),
     job.worker_id ?? '-',

@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import type { Engine, IncomingLogChunk } from '../../engine/engine.js';
-import type { Outputs } from '../../domain/types.js';
+import type { Engine } from '../../engine/engine.js';
+import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
 import { idParam, labelsSchema, leaseTtlSchema, stringMap, workerIdSchema } from '../schemas.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
 
-/** The worker protocol (SPEC.md 4.2). */
+/** The worker protocol (docs/api.md "Worker protocol"). */
 export function jobRoutes(app: FastifyInstance, engine: Engine): void {
-  app.post<{ Body: { worker_id: string; labels?: string[]; lease_ttl_secs?: number } }>(
+  app.post<{ Body: ClaimRequest }>(
     '/api/jobs/claim',
     {
       schema: {
@@ -25,7 +25,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
         labels: req.body.labels ?? [],
         lease_ttl_secs: req.body.lease_ttl_secs,
       });
-      // SPEC.md: the JSON value null when nothing fits.
+      // The interface answers the JSON value null when nothing fits.
       return reply.type('application/json').send(result === null ? 'null' : JSON.stringify(result));
     },
   );
@@ -36,7 +36,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     async (req) => engine.heartbeat(req.params.lease_id),
   );
 
-  app.post<{ Params: { lease_id: string }; Body: { outputs?: Outputs } | undefined }>(
+  app.post<{ Params: { lease_id: string }; Body: CompleteRequest | undefined }>(
     '/api/jobs/:lease_id/complete',
     {
       schema: {
@@ -50,7 +50,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-  app.post<{ Params: { lease_id: string }; Body: { error: string; retryable?: boolean } }>(
+  app.post<{ Params: { lease_id: string }; Body: FailRequest }>(
     '/api/jobs/:lease_id/fail',
     {
       schema: {
@@ -64,13 +64,13 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
-      // CONTRACT.md: an omitted `retryable` means a permanent failure.
+      // docs/api.md "Lease calls": an omitted `retryable` means a permanent failure.
       const result = await engine.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false);
       return { ok: true, ...result };
     },
   );
 
-  app.post<{ Params: { lease_id: string }; Body: { chunks: IncomingLogChunk[] } }>(
+  app.post<{ Params: { lease_id: string }; Body: PushLogsRequest }>(
     '/api/jobs/:lease_id/logs',
     {
       schema: {

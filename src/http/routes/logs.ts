@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
-import { invalid } from '../../domain/errors.js';
+import { WeftError } from '../../protocol/errors.js';
 import { idParam } from '../schemas.js';
 
 const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
@@ -55,7 +55,7 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       if (lastId !== undefined && lastId !== '') {
         const n = Number(lastId);
         if (!Number.isInteger(n) || n < -1) {
-          throw invalid('invalid_last_event_id', `Last-Event-ID must be a log sequence number, got "${String(lastId)}"`);
+          throw new WeftError('invalid_last_event_id', `Last-Event-ID must be a log sequence number, got "${String(lastId)}"`);
         }
         afterSequence = n;
       }

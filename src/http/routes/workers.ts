@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
+import type { RegisterRequest } from '../../protocol/types.js';
 import { labelsSchema, workerIdSchema } from '../schemas.js';
 
 export function workerRoutes(app: FastifyInstance, engine: Engine): void {
-  app.post<{ Body: { worker_id: string; labels?: string[] } }>(
+  app.post<{ Body: RegisterRequest }>(
     '/api/workers/register',
     {
       schema: {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { definitionHash, parseWorkflowObject } from '../../definitions/index.js';
-import type { JobState } from '../../domain/types.js';
 import type { Engine } from '../../engine/engine.js';
-import { idParam, STATUS_ALIASES, statusFilterValues } from '../schemas.js';
+import { idParam } from '../schemas.js';
+import { parseStatusFilter, STATUS_FILTER_VALUES } from '../../protocol/states.js';
 
 const MAX_PAGE = 1000;
 
@@ -20,14 +20,14 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
           properties: {
             limit: { type: 'integer', minimum: 0, default: 100 },
             offset: { type: 'integer', minimum: 0, default: 0 },
-            status: { type: 'string', enum: statusFilterValues },
+            status: { type: 'string', enum: STATUS_FILTER_VALUES },
           },
         },
       },
     },
     async (req) => {
       const { limit, offset, status } = req.query;
-      const state = status === undefined ? undefined : ((STATUS_ALIASES[status] ?? status) as JobState);
+      const state = status === undefined ? undefined : parseStatusFilter(status);
       return engine.listWorkflows({ limit: Math.min(limit, MAX_PAGE), offset, status: state });
     },
   );

@@ -173,6 +173,14 @@ function makeOps(sql: Tx): StoreOps {
       await sql`UPDATE runs SET status = ${status}, finished_at_ms = ${finishedAtMs}
         WHERE workflow_id = ${workflowId} AND run_number = ${runNumber}`;
     },
+    getRuns: async (keys) => {
+      if (keys.length === 0) return [];
+      return (
+        await sql`SELECT r.* FROM unnest(${sql.array(keys.map((k) => k.workflow_id), 25)}::text[],
+            ${sql.array(keys.map((k) => k.run_number), 23)}::int[]) AS k(workflow_id, run_number)
+          JOIN runs r ON r.workflow_id = k.workflow_id AND r.run_number = k.run_number`
+      ).map(toRun);
+    },
 
     insertJobs: async (jobs: NewJob[]) => {
       for (let i = 0; i < jobs.length; i += INSERT_BATCH) {
@@ -185,6 +193,15 @@ function makeOps(sql: Tx): StoreOps {
       (await sql`SELECT * FROM jobs WHERE workflow_id = ${workflowId} AND run_number = ${runNumber} ORDER BY row_id`).map(
         toJob,
       ),
+    getJobsOfRuns: async (keys) => {
+      if (keys.length === 0) return [];
+      return (
+        await sql`SELECT j.* FROM unnest(${sql.array(keys.map((k) => k.workflow_id), 25)}::text[],
+            ${sql.array(keys.map((k) => k.run_number), 23)}::int[]) AS k(workflow_id, run_number)
+          JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number
+          ORDER BY j.row_id`
+      ).map(toJob);
+    },
     getJob: async (workflowId, runNumber, jobId) => {
       const row = await one(
         sql`SELECT * FROM jobs WHERE workflow_id = ${workflowId} AND run_number = ${runNumber} AND job_id = ${jobId}`,

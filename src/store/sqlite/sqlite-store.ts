@@ -167,6 +167,15 @@ export class SqliteStore implements Store {
           runNumber,
         );
       },
+      getRuns: async (keys) => {
+        if (keys.length === 0) return [];
+        return (
+          q(
+            `SELECT r.* FROM json_each(?) k
+             JOIN runs r ON r.workflow_id = json_extract(k.value, '$[0]') AND r.run_number = json_extract(k.value, '$[1]')`,
+          ).all(JSON.stringify(keys.map((k) => [k.workflow_id, k.run_number]))) as Row[]
+        ).map(toRun);
+      },
 
       insertJobs: async (jobs: NewJob[]) => {
         const insert = q(
@@ -185,6 +194,16 @@ export class SqliteStore implements Store {
         (q('SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id').all(workflowId, runNumber) as Row[]).map(
           toJob,
         ),
+      getJobsOfRuns: async (keys) => {
+        if (keys.length === 0) return [];
+        return (
+          q(
+            `SELECT j.* FROM json_each(?) k
+             JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
+             ORDER BY j.row_id`,
+          ).all(JSON.stringify(keys.map((k) => [k.workflow_id, k.run_number]))) as Row[]
+        ).map(toJob);
+      },
       getJob: async (workflowId, runNumber, jobId) => {
         const row = q('SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND job_id = ?').get(
           workflowId,

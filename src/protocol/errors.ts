@@ -1,0 +1,98 @@
+/**
+ * The one catalogue of error codes weft answers with (docs/protocol.md "Errors"). The server raises
+ * them, the client exposes them on `WorkflowApiError.error`, and the worker and CLI decide what to do
+ * from them, so every side reads the same table instead of matching strings of its own.
+ */
+
+export const ERROR_CODES = {
+  // 400: the request itself is wrong; retrying it unchanged cannot help.
+  invalid_request: { status: 400, meaning: 'a body field, query parameter or path parameter is malformed' },
+  invalid_json: { status: 400, meaning: 'the body is not valid JSON' },
+  invalid_workflow: { status: 400, meaning: 'the workflow definition does not validate; `issues` lists every problem' },
+  chunk_mismatch: { status: 400, meaning: 'a log chunk names another workflow or job than its lease' },
+  invalid_last_event_id: { status: 400, meaning: 'Last-Event-ID is not a log sequence number' },
+  bad_url: { status: 400, meaning: 'the URL cannot be routed (bad encoding, too long a segment)' },
+  bad_request: { status: 400, meaning: 'the HTTP request is malformed' },
+  // 404: the thing named in the path does not exist.
+  not_found: { status: 404, meaning: 'no such route' },
+  workflow_not_found: { status: 404, meaning: 'no workflow with that id' },
+  job_not_found: { status: 404, meaning: 'the workflow has no job with that id' },
+  run_not_found: { status: 404, meaning: 'the workflow has no run with that number' },
+  // 409: the request conflicts with the current state.
+  workflow_exists: { status: 409, meaning: 'a workflow with that id already exists' },
+  run_active: { status: 409, meaning: 'the workflow already has an active run' },
+  lease_not_found: { status: 409, meaning: 'the lease was never granted' },
+  lease_expired: { status: 409, meaning: 'the lease ran out before this call; the job was re-queued or failed' },
+  lease_timed_out: { status: 409, meaning: "the job's attempt outlived timeout_secs; the lease is void" },
+  lease_completed: { status: 409, meaning: 'the lease was already completed' },
+  lease_failed: { status: 409, meaning: 'a failure was already reported on this lease' },
+  job_cancelled: { status: 409, meaning: "the lease's job was cancelled; stop working on it" },
+  // Transport limits.
+  payload_too_large: { status: 413, meaning: 'the body is larger than the server accepts' },
+  unsupported_media_type: { status: 415, meaning: 'the body is not application/json' },
+  internal: { status: 500, meaning: 'a server fault; the server log has the details' },
+} as const satisfies Record<string, { status: number; meaning: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Every non-2xx answer (docs/api.md "Errors"). */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** An error meant for the caller: a catalogue code, a message for a person, optional detail fields. */
+export class WeftError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'WeftError';
+    this.status = ERROR_CODES[code].status;
+  }
+
+  toBody(): ErrorBody {
+    return { error: this.code, message: this.message, ...this.details };
+  }
+}
+
+/** Lease states that end a lease, each answered with its own code when the lease is used again. */
+export type SettledLeaseState = 'completed' | 'failed' | 'expired' | 'timed_out';
+
+export function settledLeaseCode(state: SettledLeaseState): ErrorCode {
+  return `lease_${state}` as const;
+}
+
+/**
+ * What a worker does with an answer to a lease call (heartbeat, complete, fail, logs):
+ * - `cancelled`: the job was cancelled: stop it, report nothing more.
+ * - `lease_lost`: the lease is gone (expired, timed out, settled, unknown): stop, report nothing more.
+ * - `transient`: no answer, or one that says "try again" (408, 429, 5xx): retry while the lease lasts.
+ * - `refused`: the server will not take this request as it is (a 4xx other than the above).
+ */
+export type LeaseCallOutcome = 'cancelled' | 'lease_lost' | 'transient' | 'refused';
+
+export function classifyAnswer(status: number | null, code: string | null): LeaseCallOutcome {
+  if (status === null || isTransientStatus(status)) return 'transient';
+  if (code === 'job_cancelled') return 'cancelled';
+  if (status === 409) return 'lease_lost';
+  return 'refused';
+}
+
+/** Statuses that say "try again later": timeouts, throttling, and server or proxy faults. */
+export function isTransientStatus(status: number): boolean {
+  return status >= 500 || status === 408 || status === 429;
+}
+
+/**
+ * For a report whose first try may have landed without its answer arriving: the code a retry gets
+ * when the earlier try did land. Only `lease_completed` / `lease_failed` mean "your report landed";
+ * `lease_timed_out` and `lease_expired` mean the server settled the job without it.
+ */
+export function landedReportCode(outcome: 'complete' | 'fail'): ErrorCode {
+  return outcome === 'complete' ? 'lease_completed' : 'lease_failed';
+}

@@ -1,0 +1,236 @@
+/**
+ * The wire: what every endpoint takes and answers (docs/api.md). The worker protocol's
+ * shapes and the shapes workflow-graph clients read are fixed (docs/protocol.md). Fields beyond
+ * those are weft's additions, and may be added to but never renamed or re-typed.
+ */
+import type { JobState, LogStream, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/types.js';
+import type { CompatJobStatus } from './states.js';
+
+// ------------------------------------------------------------------ worker protocol (docs/api.md "Worker protocol")
+
+export interface RegisterRequest {
+  worker_id: string;
+  labels?: string[];
+}
+
+export interface ClaimRequest {
+  worker_id: string;
+  labels?: string[];
+  /** 1..86400, default 30. */
+  lease_ttl_secs?: number;
+}
+
+/** A job as delivered by a claim (docs/api.md "POST /api/jobs/claim"), plus additive fields the standalone worker uses. */
+export interface ClaimedJob {
+  job_id: string;
+  workflow_id: string;
+  command: string;
+  required_labels: string[];
+  retry_policy: WireRetryPolicy;
+  attempt: number;
+  upstream_outputs: UpstreamOutputs;
+  enqueued_at_ms: number;
+  delayed_until_ms: number;
+  run_number: number;
+  name: string;
+  env: Record<string, string>;
+  timeout_secs: number | null;
+}
+
+/** The lease of a claim (docs/api.md "POST /api/jobs/claim"), with when it runs out. */
+export interface LeaseView {
+  lease_id: string;
+  job_id: string;
+  workflow_id: string;
+  worker_id: string;
+  ttl_secs: number;
+  granted_at_ms: number;
+  expires_at_ms: number;
+}
+
+/** The claim answer when a job fits; the JSON value `null` otherwise. */
+export interface ClaimResult {
+  job: ClaimedJob;
+  lease: LeaseView;
+}
+
+export type HeartbeatResponse = LeaseView & { cancelled: false };
+
+export interface CompleteRequest {
+  outputs?: Outputs;
+}
+
+export interface CompleteResponse {
+  ok: true;
+  /** weft's state of the job afterwards (`cancelled` when a cancel came first and the report was ignored). */
+  status: JobState;
+  /** Jobs this completion made claimable. */
+  enqueued: string[];
+}
+
+export interface FailRequest {
+  error: string;
+  /** Omitted means false: a permanent failure (docs/api.md "Lease calls"). */
+  retryable?: boolean;
+}
+
+export interface FailResponse {
+  ok: true;
+  /** `queued` when re-queued for a retry, `failed` when the budget is spent. */
+  status: JobState;
+  attempt: number;
+  delayed_until_ms: number;
+}
+
+/** One chunk as a worker pushes it (docs/api.md "Logs"); the lease supplies what is left out. */
+export interface IncomingLogChunk {
+  workflow_id?: string;
+  job_id?: string;
+  sequence: number;
+  data: string;
+  timestamp_ms?: number;
+  stream?: LogStream;
+}
+
+export interface PushLogsRequest {
+  chunks: IncomingLogChunk[];
+}
+
+export interface PushLogsResponse {
+  ok: true;
+  accepted: number;
+}
+
+// ------------------------------------------------------------------ workflows
+
+/**
+ * One job of the status document. The first block is workflow-graph's Job, exactly as its viewer
+ * deserializes it; the rest is weft's.
+ */
+export interface JobView {
+  id: string;
+  name: string;
+  /** The compatible vocabulary; weft's own state is `state`. */
+  status: CompatJobStatus;
+  command: string;
+  /** Whole seconds of the finished attempt (truncated); null until it finishes. */
+  duration_secs: number | null;
+  /** Epoch ms the current attempt started; null when not started. */
+  started_at: number | null;
+  depends_on: string[];
+  /** The last error text, if any. */
+  output: string | null;
+  required_labels: string[];
+  max_retries: number;
+  attempt: number;
+  /** Free JSON for custom renderers, as given in the array form; {} otherwise. */
+  metadata: Record<string, unknown>;
+  ports: unknown[];
+  children: unknown[] | null;
+  collapsed: boolean;
+
+  state: JobState;
+  started_at_ms: number | null;
+  finished_at_ms: number | null;
+  duration_ms: number | null;
+  backoff: WireBackoff;
+  timeout_secs: number | null;
+  /** When the job last became queued; null while it never was. */
+  enqueued_at_ms: number | null;
+  delayed_until_ms: number;
+  outputs: Outputs;
+  error: string | null;
+  worker_id: string | null;
+}
+
+export interface RunView {
+  number: number;
+  status: WorkflowState;
+  created_at: string;
+  finished_at: string | null;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+}
+
+/**
+ * `GET /api/workflows/{id}/status`, the 201 of POST, and every item of `GET /api/workflows`.
+ * `id, name, trigger, jobs` are workflow-graph's Workflow.
+ */
+export interface StatusDocument {
+  id: string;
+  name: string;
+  /** "" when the definition has none. */
+  trigger: string;
+  jobs: JobView[];
+
+  /** Derived from the latest run; `idle` when never run. */
+  status: WorkflowState;
+  run_number: number | null;
+  run: RunView | null;
+  source: 'file' | 'api';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CancelResponse extends StatusDocument {
+  cancelled_jobs: string[];
+}
+
+export interface ListWorkflowsQuery {
+  limit?: number;
+  offset?: number;
+  status?: JobState | 'active' | 'failure';
+}
+
+// ------------------------------------------------------------------ workers
+
+/** The job, run and lease a worker holds. */
+export interface CurrentLease {
+  workflow_id: string;
+  job_id: string;
+  run_number: number;
+  attempt: number;
+  lease_id: string;
+}
+
+/** `GET /api/workers` items. The first block is workflow-graph's WorkerInfo. */
+export interface WorkerView {
+  worker_id: string;
+  labels: string[];
+  registered_at_ms: number;
+  /** When any call of the worker was last seen (the same as `last_seen_ms`). */
+  last_heartbeat_ms: number;
+  /** The id of the job it holds (the oldest, if several); null when idle. */
+  current_job: string | null;
+  status: 'idle' | 'busy' | 'offline';
+
+  last_seen_ms: number;
+  current_lease: CurrentLease | null;
+  /** Every lease it holds (a worker with CONCURRENCY > 1 may hold several). */
+  current_leases: CurrentLease[];
+}
+
+// ------------------------------------------------------------------ logs
+
+/** A stored chunk (docs/api.md "Logs") with the run and attempt it belongs to. */
+export interface LogChunkView {
+  workflow_id: string;
+  job_id: string;
+  run_number: number;
+  attempt: number;
+  sequence: number;
+  stream: string;
+  data: string;
+  timestamp_ms: number;
+}
+
+export interface LogsQuery {
+  run?: number;
+  attempt?: number;
+}
+
+/** Data of the `end` event of a log stream. */
+export interface LogEndEvent {
+  status: JobState;
+  run_number: number | null;
+}
