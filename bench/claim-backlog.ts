@@ -18,32 +18,32 @@ const sizes = (process.argv[2] ?? '10,10000,1000000').split(',').map(Number);
 const ops = Number(process.argv[3] ?? 2000);
 const LABEL_SETS = [[], ['linux'], ['linux', 'gpu'], ['arm'], ['windows']];
 
+/** Seeds through the Store's own operations: one workflow (and run) per batch of queued jobs. */
 async function seed(store: SqliteStore, n: number): Promise<void> {
   const now = Date.now();
-  await store.tx(async (s) => {
-    await s.insertWorkflow({
-      id: 'bench', name: 'bench', trigger: null, source: 'api', hash: 'x', created_at_ms: now, updated_at_ms: now, latest_run: 1,
-      definition: { id: 'bench', name: 'bench', trigger: null, env: {}, jobs: [] },
-    });
-    await s.insertRun({ workflow_id: 'bench', run_number: 1, status: 'running', created_at_ms: now, finished_at_ms: null });
-    for (const labels of LABEL_SETS) await s.ensureLabelSet({ key: labelKey(labels), labels });
-  });
   const batch = 20_000;
-  for (let start = 0; start < n; start += batch) {
+  const labelSets = LABEL_SETS.map((labels) => ({ key: labelKey(labels), labels }));
+  for (let start = 0, w = 0; start < n; start += batch, w++) {
+    const id = `bench-${w}`;
+    await store.createWorkflow({
+      id, name: id, trigger: null, source: 'api', hash: 'x', created_at_ms: now, updated_at_ms: now, latest_run: 0,
+      definition: { id, name: id, trigger: null, env: {}, jobs: [] },
+    });
     const jobs: NewJob[] = [];
     for (let i = start; i < Math.min(n, start + batch); i++) {
       const labels = LABEL_SETS[i % LABEL_SETS.length]!;
       // Half the backlog waits on a backoff far in the future: claims must skip it without reading it.
       const delayed = i % 2 === 1 ? now + 3_600_000 : 0;
       jobs.push({
-        workflow_id: 'bench', run_number: 1, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels,
-        label_key: labelKey(labels), needs: [], dependents: [], max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null,
-        status: 'queued', attempt: 0, enqueued_at_ms: now - n + i, delayed_until_ms: delayed,
+        workflow_id: id, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels,
+        label_key: labelKey(labels), needs: [], dependents: [], pending_needs: 0, max_retries: 0, backoff: { kind: 'none' },
+        timeout_secs: null, status: 'queued', attempt: 0, enqueued_at_ms: now - n + i, delayed_until_ms: delayed,
         ready_at_ms: Math.max(now - n + i, delayed), started_at_ms: null, finished_at_ms: null, deadline_ms: null,
         error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null,
       });
     }
-    await store.tx((s) => s.insertJobs(jobs));
+    const r = await store.startRun({ workflow_id: id, expected_hash: 'x', jobs, label_sets: labelSets, now_ms: now });
+    if (r.kind !== 'started') throw new Error(`seeding ${id}: ${r.kind}`);
   }
 }
 

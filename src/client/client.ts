@@ -1,7 +1,14 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Outputs } from '../domain/types.js';
 import type {
+  BatchClaimRequest,
+  BatchClaimResponse,
   CancelResponse,
+  ClaimRequest,
+  HeartbeatBatchResponse,
+  Report,
+  ReportBatchRequest,
+  ReportBatchResponse,
   ClaimResult,
   CompleteResponse,
   ErrorCode,
@@ -199,9 +206,44 @@ export class WorkflowClient {
 
   // ------------------------------------------------------------- worker protocol
 
-  /** The next job that fits, with its lease, or null. */
-  claim(workerId: string, labels: string[] = [], leaseTtlSecs = 30, opts?: RequestOptions): Promise<ClaimResult | null> {
-    return this.request('POST', '/api/jobs/claim', { worker_id: workerId, labels, lease_ttl_secs: leaseTtlSecs }, undefined, opts);
+  /**
+   * The next job that fits, with its lease, or null. With `waitSecs` (a long poll, 0..60) the server
+   * holds the call until a job fits or the time is up; the call's timeout grows by that much.
+   */
+  claim(
+    workerId: string,
+    labels: string[] = [],
+    leaseTtlSecs = 30,
+    opts: RequestOptions & { waitSecs?: number } = {},
+  ): Promise<ClaimResult | null> {
+    const { waitSecs, ...rest } = opts;
+    const body: ClaimRequest = { worker_id: workerId, labels, lease_ttl_secs: leaseTtlSecs };
+    if (waitSecs) body.wait_secs = waitSecs;
+    return this.request('POST', '/api/jobs/claim', body, undefined, this.withWait(rest, waitSecs));
+  }
+
+  /** A long poll may take its wait on top of the usual answer time. */
+  private withWait(opts: RequestOptions, waitSecs: number | undefined): RequestOptions {
+    return waitSecs ? { ...opts, timeoutMs: (opts.timeoutMs ?? this.timeoutMs) + waitSecs * 1000 } : opts;
+  }
+
+  /**
+   * Up to `max_jobs` jobs in one call (docs/api.md "Batches"); `wait_secs` makes it a long poll. A
+   * server without batches answers 404 (a WorkflowApiError).
+   */
+  claimBatch(req: BatchClaimRequest, opts: RequestOptions = {}): Promise<BatchClaimResponse> {
+    return this.request('POST', '/api/jobs/claim-batch', req, undefined, this.withWait(opts, req.wait_secs));
+  }
+
+  /** Completes and fails many leases in one call, each on its own; with `claim`, claims more in the same round trip. */
+  reportBatch(reports: Report[], claim?: BatchClaimRequest, opts: RequestOptions = {}): Promise<ReportBatchResponse> {
+    const body: ReportBatchRequest = claim ? { reports, claim } : { reports };
+    return this.request('POST', '/api/jobs/report-batch', body, undefined, this.withWait(opts, claim?.wait_secs));
+  }
+
+  /** Renews many leases in one call; each answers as its own heartbeat would. */
+  heartbeatBatch(leaseIds: string[], opts?: RequestOptions): Promise<HeartbeatBatchResponse> {
+    return this.request('POST', '/api/jobs/heartbeat-batch', { lease_ids: leaseIds }, undefined, opts);
   }
 
   heartbeat(leaseId: string, opts?: RequestOptions): Promise<HeartbeatResponse> {

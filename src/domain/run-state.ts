@@ -1,18 +1,20 @@
-import type { JobState, RunState } from './types.js';
-import { isTerminal } from './types.js';
+import type { RunState } from './types.js';
+
+/** How many jobs of a run are still moving, and how many ended badly: what the stores count. */
+export interface RunCounts {
+  /** Jobs not yet in a terminal state. */
+  unfinished: number;
+  /** Jobs that ended `failed` or `skipped`. */
+  failed: number;
+  cancelled: number;
+}
 
 /**
  * A run is over when none of its jobs can move any more. `cancelled` wins over `failed` because a
- * cancel is the user's last word; `skipped` jobs only exist below a failure, so they imply `failed`.
+ * cancel is the user's last word; `skipped` jobs only exist below a failure, so they count as failed.
  */
-export function deriveRunState(states: Iterable<JobState>): RunState {
-  let failed = false;
-  let cancelled = false;
-  for (const s of states) {
-    if (!isTerminal(s)) return 'running';
-    if (s === 'cancelled') cancelled = true;
-    else if (s === 'failed' || s === 'skipped') failed = true;
-  }
-  if (cancelled) return 'cancelled';
-  return failed ? 'failed' : 'success';
+export function runStateFromCounts(c: RunCounts): RunState {
+  if (c.unfinished > 0) return 'running';
+  if (c.cancelled > 0) return 'cancelled';
+  return c.failed > 0 ? 'failed' : 'success';
 }

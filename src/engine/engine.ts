@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { backoffToWire, retryDelayMs } from '../domain/backoff.js';
-import { dependentsOf, newlyReady, type DagNode } from '../domain/dag.js';
-import { settledLeaseCode, WeftError, type ErrorCode } from '../protocol/errors.js';
-import { isSubset, labelKey, normalizeLabels } from '../domain/labels.js';
-import { DEFAULT_LEASE_TTL_SECS, isLeaseExpired, leaseExpiresAt } from '../domain/lease.js';
-import { deriveRunState } from '../domain/run-state.js';
+import { backoffToWire } from '../domain/backoff.js';
+import { normalizeLabels } from '../domain/labels.js';
+import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
+import { storableText } from '../domain/text.js';
 import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
-import { isTerminal } from '../domain/types.js';
-import type { JobRecord, LeaseRecord, LogChunkRecord, NewJob, Store, StoreOps, WorkflowRecord } from '../store/store.js';
+import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
   ClaimResult,
@@ -22,20 +19,31 @@ import type {
   StatusDocument,
   WorkerView,
 } from '../protocol/types.js';
+import type { Claimed, JobChange, JobRecord, LeaseRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
+import { LabelSetCache } from './label-cache.js';
+import { leaseRefusalError, refusalChanges } from './lease-errors.js';
+import { planRun } from './run-plan.js';
 import { logChunkView, statusDocument, workerViews } from './views.js';
 
-export type { ClaimedJob, ClaimResult, IncomingLogChunk, LeaseView };
-
-/** What changed, announced after the transaction that changed it has committed. */
-export interface JobChange {
-  workflow_id: string;
-  run_number: number;
-  job_id: string;
-}
+export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
 export interface EngineEvents {
   job: [JobChange];
   logs: [JobChange];
+}
+
+export interface ClaimRequest {
+  worker_id: string;
+  labels: string[];
+  lease_ttl_secs?: number;
+}
+
+export interface ClaimWait {
+  /** How long a claim that finds nothing may wait for a job (0: answer at once). */
+  waitMs?: number;
+  /** Aborts the wait (the client went away). */
+  signal?: AbortSignal;
 }
 
 export interface EngineOptions {
@@ -46,26 +54,14 @@ export interface EngineOptions {
   workerOfflineAfterMs?: number;
 }
 
-type LeaseCheck =
-  | { kind: 'live'; lease: LeaseRecord; job: JobRecord }
-  | { kind: 'cancelled'; lease: LeaseRecord; job: JobRecord }
-  /** The lease or the job's timeout ran out just now; the failure has been applied. */
-  | { kind: 'lost'; code: ErrorCode; reason: string };
-
-/** Collects the jobs a transaction touched, to announce once it commits. */
-class Changes {
-  readonly jobs: JobChange[] = [];
-  readonly logs: JobChange[] = [];
-  job(j: { workflow_id: string; run_number: number; job_id: string }): void {
-    this.jobs.push({ workflow_id: j.workflow_id, run_number: j.run_number, job_id: j.job_id });
-  }
-}
-
 const REAP_BATCH = 500;
+/** A definition saved between reading it and starting the run is rare; a few tries settle it. */
+const START_RUN_TRIES = 5;
 
 /**
- * Orchestration: runs, claims, leases, retries, cancellation and the reaper. Every state change is
- * one store transaction; rules that need no I/O live in src/domain.
+ * Orchestration: runs, claims, leases, retries, cancellation and the reaper. Each state change is one
+ * store operation (docs/architecture.md); the engine turns outcomes into answers and events, and
+ * never sees SQL or a transaction.
  */
 export class Engine {
   readonly events = new EventEmitter<EngineEvents>();
@@ -73,12 +69,16 @@ export class Engine {
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly offlineAfterMs: number;
+  private readonly labelSets: LabelSetCache;
+  private readonly waiters: ClaimWaiters;
 
   constructor(opts: EngineOptions) {
     this.store = opts.store;
     this.log = opts.logger;
     this.now = opts.now ?? Date.now;
     this.offlineAfterMs = opts.workerOfflineAfterMs ?? 60_000;
+    this.labelSets = new LabelSetCache(opts.store);
+    this.waiters = new ClaimWaiters((ask) => this.claimOnce(ask));
     // Every SSE follower listens here; the default cap of 10 would warn under normal use.
     this.events.setMaxListeners(0);
   }
@@ -87,14 +87,11 @@ export class Engine {
 
   /** Creates a workflow; 409 when the id is taken. */
   async createWorkflow(def: WorkflowDefinition, hash: string): Promise<StatusDocument> {
-    return this.store.tx(async (ops) => {
-      if (await ops.getWorkflow(def.id)) {
-        throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
-      }
-      const rec = this.newWorkflowRecord(def, hash, 'api');
-      await ops.insertWorkflow(rec);
-      return statusDocument(rec, null, null);
-    });
+    const rec = this.newWorkflowRecord(def, hash, 'api');
+    if ((await this.store.createWorkflow(rec)) === 'exists') {
+      throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
+    }
+    return statusDocument(rec, null, null);
   }
 
   /**
@@ -106,20 +103,8 @@ export class Engine {
     hash: string,
     source: 'file' | 'api',
   ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; status: StatusDocument }> {
-    return this.store.tx(async (ops) => {
-      const existing = await ops.getWorkflow(def.id);
-      if (!existing) {
-        const rec = this.newWorkflowRecord(def, hash, source);
-        await ops.insertWorkflow(rec);
-        return { outcome: 'created' as const, status: statusDocument(rec, null, null) };
-      }
-      let outcome: 'updated' | 'unchanged' = 'unchanged';
-      if (existing.hash !== hash || existing.source !== source) {
-        await ops.updateWorkflowDefinition(def.id, def, hash, source, this.now());
-        outcome = 'updated';
-      }
-      return { outcome, status: await this.statusIn(ops, def.id) };
-    });
+    const outcome = await this.store.saveWorkflow(this.newWorkflowRecord(def, hash, source));
+    return { outcome, status: await this.status(def.id) };
   }
 
   /**
@@ -127,13 +112,13 @@ export class Engine {
    * whatever the page size, rather than one status read per item.
    */
   async listWorkflows(q: { limit: number; offset: number; status?: JobState }): Promise<StatusDocument[]> {
-    return this.store.read(async (ops) => {
-      const workflows = await ops.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status });
+    return this.store.read(async (r) => {
+      const workflows = await r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status });
       const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
       if (keys.length === 0) return workflows.map((w) => statusDocument(w, null, null));
-      const runs = new Map((await ops.getRuns(keys)).map((r) => [r.workflow_id, r]));
+      const runs = new Map((await r.getRuns(keys)).map((run) => [run.workflow_id, run]));
       const jobs = new Map<string, JobRecord[]>();
-      for (const j of await ops.getJobsOfRuns(keys)) {
+      for (const j of await r.getJobsOfRuns(keys)) {
         const list = jobs.get(j.workflow_id);
         if (list) list.push(j);
         else jobs.set(j.workflow_id, [j]);
@@ -143,75 +128,37 @@ export class Engine {
   }
 
   async status(id: string): Promise<StatusDocument> {
-    return this.store.read((ops) => this.statusIn(ops, id));
+    return this.store.read((r) => this.statusIn(r, id));
   }
 
-  /** Starts a new run and enqueues its root jobs; 409 while the previous run is still active. */
+  // ---------------------------------------------------------------- runs
+
+  /** Starts the next run: numbered from 1, one active run per workflow (409 otherwise). */
   async run(id: string): Promise<StatusDocument> {
-    const changes = new Changes();
-    const doc = await this.store.tx(async (ops) => {
-      const wf = await this.requireWorkflow(ops, id);
-      if (wf.latest_run > 0) {
-        const last = await ops.getRun(id, wf.latest_run);
-        if (last && last.status === 'running') {
-          throw new WeftError('run_active',
-            `workflow "${id}" already has an active run (#${last.run_number}); cancel it or wait for it to finish`,
-            { run_number: last.run_number },
-          );
-        }
-      }
+    for (let tries = 0; tries < START_RUN_TRIES; tries++) {
+      const wf = await this.store.read((r) => this.requireWorkflow(r, id));
       const now = this.now();
-      const runNumber = wf.latest_run + 1;
-      await ops.insertRun({ workflow_id: id, run_number: runNumber, status: 'running', created_at_ms: now, finished_at_ms: null });
-      const def = wf.definition;
-      const jobs: NewJob[] = [];
-      const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
-      const seenKeys = new Set<string>();
-      for (const spec of def.jobs) {
-        const labels = normalizeLabels(spec.labels);
-        const key = labelKey(labels);
-        if (!seenKeys.has(key)) {
-          seenKeys.add(key);
-          await ops.ensureLabelSet({ key, labels });
-        }
-        const root = spec.needs.length === 0;
-        jobs.push({
-          workflow_id: id,
-          run_number: runNumber,
-          job_id: spec.id,
-          name: spec.name,
-          command: spec.command,
-          env: { ...def.env, ...spec.env },
-          labels,
-          label_key: key,
-          needs: spec.needs,
-          dependents: dependents.get(spec.id) ?? [],
-          max_retries: spec.max_retries,
-          backoff: spec.backoff,
-          timeout_secs: spec.timeout_secs,
-          status: root ? 'queued' : 'pending',
-          attempt: 0,
-          enqueued_at_ms: root ? now : 0,
-          delayed_until_ms: 0,
-          ready_at_ms: root ? now : 0,
-          started_at_ms: null,
-          finished_at_ms: null,
-          deadline_ms: null,
-          error: null,
-          outputs: null,
-          upstream_outputs: {},
-          worker_id: null,
-          lease_id: null,
-        });
-        changes.job({ workflow_id: id, run_number: runNumber, job_id: spec.id });
+      const { jobs, labelSets } = planRun(wf.definition, now);
+      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now });
+      switch (outcome.kind) {
+        case 'not_found':
+          throw workflowNotFound(id);
+        case 'active':
+          throw new WeftError(
+            'run_active',
+            `workflow "${id}" already has an active run (#${outcome.run_number}); cancel it or wait for it to finish`,
+            { run_number: outcome.run_number },
+          );
+        case 'stale':
+          continue;
+        case 'started':
+          this.labelSets.add(labelSets);
+          this.announce(outcome.changes);
+          this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run started');
+          return this.status(id);
       }
-      await ops.insertJobs(jobs);
-      await ops.setLatestRun(id, runNumber);
-      return this.statusIn(ops, id);
-    });
-    this.announce(changes);
-    this.log.info({ workflow_id: id, run_number: doc.run_number }, 'run started');
-    return doc;
+    }
+    throw new Error(`workflow "${id}" kept changing while its run was being started`);
   }
 
   /**
@@ -219,35 +166,20 @@ export class Engine {
    * left as it is (still 202 at the API, per docs/api.md).
    */
   async cancel(id: string): Promise<{ cancelled: string[]; status: StatusDocument }> {
-    const changes = new Changes();
-    const result = await this.store.tx(async (ops) => {
-      const wf = await this.requireWorkflow(ops, id);
-      const cancelled: string[] = [];
-      if (wf.latest_run > 0) {
-        const run = await ops.getRun(id, wf.latest_run);
-        if (run && run.status === 'running') {
-          const now = this.now();
-          for (const job of await ops.getRunJobs(id, run.run_number)) {
-            if (isTerminal(job.status)) continue;
-            if (job.lease_id) await ops.updateLease(job.lease_id, { state: 'cancelled' });
-            await ops.updateJob(job.row_id, { status: 'cancelled', finished_at_ms: now, deadline_ms: null });
-            cancelled.push(job.job_id);
-            changes.job(job);
-          }
-          await ops.updateRun(id, run.run_number, 'cancelled', now);
-        }
-      }
-      return { cancelled, status: await this.statusIn(ops, id) };
-    });
-    this.announce(changes);
-    if (result.cancelled.length > 0) this.log.info({ workflow_id: id, jobs: result.cancelled }, 'run cancelled');
-    return result;
+    const outcome = await this.store.cancelRun(id, this.now());
+    if (outcome.kind === 'not_found') throw workflowNotFound(id);
+    const cancelled = outcome.kind === 'cancelled' ? outcome.jobs : [];
+    if (outcome.kind === 'cancelled') {
+      this.announce(outcome.changes);
+      if (cancelled.length > 0) this.log.info({ workflow_id: id, jobs: cancelled }, 'run cancelled');
+    }
+    return { cancelled, status: await this.status(id) };
   }
 
-  /** docs/api.md: true when the job (of the latest run) was cancelled. */
+  /** True when the job (of the latest run) was cancelled (docs/api.md). */
   async isCancelled(workflowId: string, jobId: string): Promise<boolean> {
-    return this.store.read(async (ops) => {
-      const { job } = await this.requireJob(ops, workflowId, jobId);
+    return this.store.read(async (r) => {
+      const { job } = await this.requireJob(r, workflowId, jobId);
       return job?.status === 'cancelled';
     });
   }
@@ -256,184 +188,149 @@ export class Engine {
 
   async registerWorker(workerId: string, labels: string[]): Promise<WorkerView> {
     const now = this.now();
-    return this.store.tx(async (ops) => {
-      await ops.touchWorker(workerId, now, normalizeLabels(labels));
-      const workers = (await ops.listWorkers()).filter((w) => w.worker_id === workerId);
-      const leases = (await ops.activeLeases()).filter((l) => l.worker_id === workerId);
-      return workerViews(workers, leases, now, this.offlineAfterMs)[0]!;
-    });
+    const worker = await this.store.registerWorker(workerId, normalizeLabels(labels), now);
+    const leases = await this.store.read((r) => r.activeLeases());
+    return workerViews([worker], leases.filter((l) => l.worker_id === workerId), now, this.offlineAfterMs)[0]!;
   }
 
   async listWorkers(): Promise<WorkerView[]> {
     const now = this.now();
-    return this.store.read(async (ops) =>
-      workerViews(await ops.listWorkers(), await ops.activeLeases(), now, this.offlineAfterMs),
-    );
+    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs));
   }
 
   // ---------------------------------------------------------------- worker protocol
 
   /** Atomically hands the oldest claimable job that fits the worker's labels to it, or null. */
-  async claim(req: { worker_id: string; labels: string[]; lease_ttl_secs?: number }): Promise<ClaimResult | null> {
-    const ttl = req.lease_ttl_secs ?? DEFAULT_LEASE_TTL_SECS;
-    const offered = new Set(req.labels);
-    const changes = new Changes();
-    const result = await this.store.tx(async (ops) => {
-      const now = this.now();
-      await ops.touchWorker(req.worker_id, now, normalizeLabels(req.labels));
-      const keys = (await ops.listLabelSets()).filter((s) => isSubset(s.labels, offered)).map((s) => s.key);
-      if (keys.length === 0) return null;
-      const job = await ops.nextClaimable(keys, now);
-      if (!job) return null;
-      const lease: LeaseRecord = {
-        lease_id: randomUUID(),
-        job_row_id: job.row_id,
-        workflow_id: job.workflow_id,
-        run_number: job.run_number,
-        job_id: job.job_id,
-        attempt: job.attempt,
-        worker_id: req.worker_id,
-        ttl_secs: ttl,
-        granted_at_ms: now,
-        renewed_at_ms: now,
-        expires_at_ms: leaseExpiresAt(now, ttl),
-        state: 'active',
-      };
-      await ops.insertLease(lease);
-      await ops.updateJob(job.row_id, {
-        status: 'running',
-        started_at_ms: now,
-        finished_at_ms: null,
-        deadline_ms: job.timeout_secs === null ? null : now + job.timeout_secs * 1000,
-        worker_id: req.worker_id,
-        lease_id: lease.lease_id,
-      });
-      changes.job(job);
-      return { job: claimedJob(job), lease: leaseView(lease) };
+  async claim(req: ClaimRequest, wait: ClaimWait = {}): Promise<ClaimResult | null> {
+    return (await this.claimMany(req, 1, wait))[0] ?? null;
+  }
+
+  /**
+   * Up to `max` jobs at once, each with its own lease, oldest claimable first. With `waitMs`, a claim
+   * that finds nothing waits for a job to become claimable until then (long poll), and answers [] at
+   * the deadline or when `signal` aborts.
+   */
+  async claimMany(req: ClaimRequest, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
+    const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max };
+    const now = await this.claimOnce(ask);
+    if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return now;
+    return this.waiters.wait(ask, wait.waitMs, wait.signal);
+  }
+
+  private async claimOnce(ask: ClaimAsk): Promise<ClaimResult[]> {
+    const now = this.now();
+    const keys = await this.labelSets.keysFitting(ask.labels, now);
+    if (keys.length === 0) {
+      // Still a sign of life from the worker, as every claim is.
+      await this.store.registerWorker(ask.worker_id, ask.labels, now);
+      return [];
+    }
+    const claimed = await this.store.claim({
+      worker_id: ask.worker_id,
+      worker_labels: ask.labels,
+      label_keys: keys,
+      ttl_secs: ask.lease_ttl_secs ?? DEFAULT_LEASE_TTL_SECS,
+      max: ask.max,
+      lease_ids: Array.from({ length: ask.max }, () => randomUUID()),
+      now_ms: now,
     });
+    if (claimed.length === 0) return [];
+    this.emitJobs(claimed.map((c) => c.job));
+    return claimed.map(claimResult);
+  }
+
+  /**
+   * Puts the jobs of claims that never reached their client back in the queue at once, attempt and
+   * place unchanged, instead of leaving them leased until the lease runs out.
+   */
+  async release(claims: readonly ClaimResult[]): Promise<void> {
+    if (claims.length === 0) return;
+    const changes = await this.store.releaseLeases(claims.map((c) => c.lease.lease_id), this.now());
+    this.log.info({ leases: claims.map((c) => c.lease.lease_id) }, 'claim answer undeliverable; jobs put back');
     this.announce(changes);
-    return result;
+  }
+
+  /** How many claims are waiting for a job right now. */
+  get waitingClaims(): number {
+    return this.waiters.size;
+  }
+
+  /** Ends every waiting claim with nothing (graceful shutdown). */
+  close(): void {
+    this.waiters.close();
   }
 
   /** Renews the lease by its own ttl from now; 409 once it has expired, been settled or cancelled. */
   async heartbeat(leaseId: string): Promise<HeartbeatResponse> {
-    const changes = new Changes();
-    const outcome = await this.store.tx(async (ops) => {
-      const now = this.now();
-      const check = await this.checkLease(ops, leaseId, now, changes);
-      if (check.kind !== 'live') return check;
-      const expires = leaseExpiresAt(now, check.lease.ttl_secs);
-      await ops.updateLease(leaseId, { renewed_at_ms: now, expires_at_ms: expires });
-      return { kind: 'renewed' as const, lease: { ...check.lease, renewed_at_ms: now, expires_at_ms: expires } };
-    });
-    this.announce(changes);
-    if (outcome.kind === 'cancelled') {
-      throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
+    const outcome = await this.store.heartbeat(leaseId, this.now());
+    switch (outcome.kind) {
+      case 'renewed':
+        return { ...leaseView(outcome.lease), cancelled: false };
+      case 'cancelled':
+        throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
+      default:
+        this.announce(refusalChanges(outcome));
+        throw leaseRefusalError(leaseId, outcome);
     }
-    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
-    return { ...leaseView(outcome.lease), cancelled: false };
   }
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
   async complete(leaseId: string, outputs: Outputs): Promise<Omit<CompleteResponse, 'ok'>> {
-    const changes = new Changes();
-    const outcome = await this.store.tx(async (ops) => {
-      const now = this.now();
-      const check = await this.checkLease(ops, leaseId, now, changes);
-      if (check.kind === 'lost') return check;
-      if (check.kind === 'cancelled') return { kind: 'ignored' as const, status: check.job.status, enqueued: [] };
-      const { job } = check;
-      await ops.updateLease(leaseId, { state: 'completed' });
-      await ops.updateJob(job.row_id, { status: 'success', outputs, finished_at_ms: now, deadline_ms: null, error: null });
-      changes.job(job);
-      // Only direct dependents can have become ready; read them and their other needs, nothing more.
-      const below = await ops.getJobs(job.workflow_id, job.run_number, job.dependents);
-      const needIds = new Set(below.filter((d) => d.status === 'pending').flatMap((d) => d.needs));
-      needIds.delete(job.job_id);
-      const nodes = new Map<string, DagNode>();
-      for (const n of await ops.getJobs(job.workflow_id, job.run_number, [...needIds])) nodes.set(n.job_id, n);
-      nodes.set(job.job_id, { ...job, status: 'success', outputs });
-      for (const d of below) if (!nodes.has(d.job_id)) nodes.set(d.job_id, d);
-      const enqueued: string[] = [];
-      for (const ready of newlyReady([...nodes.values()], job.job_id)) {
-        const next = below.find((j) => j.job_id === ready.job_id)!;
-        await ops.updateJob(next.row_id, {
-          status: 'queued',
-          enqueued_at_ms: now,
-          ready_at_ms: now,
-          delayed_until_ms: 0,
-          upstream_outputs: ready.upstream_outputs,
-        });
-        enqueued.push(next.job_id);
-        changes.job(next);
-      }
-      await this.settleRun(ops, job.workflow_id, job.run_number, now);
-      return { kind: 'done' as const, status: 'success' as JobState, enqueued };
-    });
-    this.announce(changes);
-    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
-    return { status: outcome.status, enqueued: outcome.enqueued };
+    const outcome = await this.store.complete(leaseId, outputs, this.now());
+    switch (outcome.kind) {
+      case 'completed':
+        this.announce(outcome.changes);
+        return { status: 'success', enqueued: outcome.enqueued };
+      case 'cancelled':
+        // A cancel came first: the report is accepted and changes nothing (README "How a run works").
+        return { status: outcome.job.status, enqueued: [] };
+      default:
+        this.announce(refusalChanges(outcome));
+        throw leaseRefusalError(leaseId, outcome);
+    }
   }
 
   /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
-  async fail(
-    leaseId: string,
-    error: string,
-    retryable: boolean,
-  ): Promise<Omit<FailResponse, 'ok'>> {
-    const changes = new Changes();
-    const outcome = await this.store.tx(async (ops) => {
-      const now = this.now();
-      const check = await this.checkLease(ops, leaseId, now, changes);
-      if (check.kind === 'lost') return check;
-      if (check.kind === 'cancelled') {
-        return { kind: 'ignored' as const, status: check.job.status, attempt: check.job.attempt, delayed_until_ms: 0 };
+  async fail(leaseId: string, error: string, retryable: boolean): Promise<Omit<FailResponse, 'ok'>> {
+    const outcome = await this.store.fail(leaseId, storableText(error), retryable, this.now());
+    switch (outcome.kind) {
+      case 'failed': {
+        this.announce(outcome.changes);
+        const { job } = outcome;
+        this.log.info(
+          { workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, status: job.status, error: job.error },
+          job.status === 'queued' ? 'job re-queued' : 'job failed',
+        );
+        if (job.status === 'queued' && job.delayed_until_ms > 0) this.waiters.wakeAt(job.delayed_until_ms, this.now());
+        return { status: job.status, attempt: job.attempt, delayed_until_ms: job.status === 'queued' ? job.delayed_until_ms : 0 };
       }
-      await ops.updateLease(leaseId, { state: 'failed' });
-      const r = await this.applyFailure(ops, check.job, storableText(error), retryable, now, changes);
-      return { kind: 'done' as const, ...r };
-    });
-    this.announce(changes);
-    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
-    return { status: outcome.status, attempt: outcome.attempt, delayed_until_ms: outcome.delayed_until_ms };
+      case 'cancelled':
+        return { status: outcome.job.status, attempt: outcome.job.attempt, delayed_until_ms: 0 };
+      default:
+        this.announce(refusalChanges(outcome));
+        throw leaseRefusalError(leaseId, outcome);
+    }
   }
 
   /** Stores log chunks of the lease's attempt; a re-sent sequence is kept once. */
   async pushLogs(leaseId: string, chunks: IncomingLogChunk[]): Promise<{ accepted: number }> {
-    const changes = new Changes();
-    const outcome = await this.store.tx(async (ops) => {
-      const now = this.now();
-      const check = await this.checkLease(ops, leaseId, now, changes);
-      if (check.kind === 'lost') return check;
-      // A cancelled job's last words are still worth keeping.
-      const { lease } = check;
-      const records: LogChunkRecord[] = chunks.map((c, i) => {
-        if (c.workflow_id !== undefined && c.workflow_id !== lease.workflow_id) {
-          throw new WeftError('chunk_mismatch',
-            `chunks[${i}].workflow_id is "${c.workflow_id}" but lease ${leaseId} belongs to workflow "${lease.workflow_id}"`,
-          );
-        }
-        if (c.job_id !== undefined && c.job_id !== lease.job_id) {
-          throw new WeftError('chunk_mismatch', `chunks[${i}].job_id is "${c.job_id}" but lease ${leaseId} belongs to job "${lease.job_id}"`);
-        }
-        return {
-          workflow_id: lease.workflow_id,
-          run_number: lease.run_number,
-          job_id: lease.job_id,
-          attempt: lease.attempt,
-          sequence: c.sequence,
-          stream: c.stream ?? 'stdout',
-          data: storableText(c.data),
-          timestamp_ms: c.timestamp_ms ?? now,
-        };
-      });
-      await ops.insertLogChunks(records);
-      changes.logs.push({ workflow_id: lease.workflow_id, run_number: lease.run_number, job_id: lease.job_id });
-      return { kind: 'stored' as const, accepted: records.length };
-    });
-    this.announce(changes);
-    if (outcome.kind === 'lost') throw new WeftError(outcome.code, outcome.reason);
-    return { accepted: outcome.accepted };
+    const clean = chunks.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
+    const outcome = await this.store.pushLogs(leaseId, clean, this.now());
+    switch (outcome.kind) {
+      case 'stored':
+        this.events.emit('logs', { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id });
+        return { accepted: outcome.accepted };
+      case 'mismatch': {
+        const owner = outcome.field === 'workflow_id' ? `workflow "${outcome.lease.workflow_id}"` : `job "${outcome.lease.job_id}"`;
+        throw new WeftError(
+          'chunk_mismatch',
+          `chunks[${outcome.index}].${outcome.field} is "${outcome.value}" but lease ${leaseId} belongs to ${owner}`,
+        );
+      }
+      default:
+        this.announce(refusalChanges(outcome));
+        throw leaseRefusalError(leaseId, outcome);
+    }
   }
 
   // ---------------------------------------------------------------- logs
@@ -444,11 +341,11 @@ export class Engine {
     jobId: string,
     q: { run?: number; attempt?: number } = {},
   ): Promise<{ run_number: number | null; attempt: number | null; chunks: LogChunkView[] }> {
-    return this.store.read(async (ops) => {
-      const target = await this.logTarget(ops, workflowId, jobId, q.run);
+    return this.store.read(async (r) => {
+      const target = await this.logTarget(r, workflowId, jobId, q.run);
       if (!target) return { run_number: null, attempt: null, chunks: [] };
       const attempt = q.attempt ?? target.attempt;
-      const chunks = await ops.getLogChunks({ workflow_id: workflowId, run_number: target.run_number, job_id: jobId, attempt });
+      const chunks = await r.getLogChunks({ workflow_id: workflowId, run_number: target.run_number, job_id: jobId, attempt });
       return { run_number: target.run_number, attempt, chunks: chunks.map(logChunkView) };
     });
   }
@@ -458,28 +355,28 @@ export class Engine {
    * newest one that logged anything, so a job waiting for its retry still shows why it failed.
    */
   async logTarget(
-    ops: StoreOps,
+    r: StoreReads,
     workflowId: string,
     jobId: string,
     run?: number,
   ): Promise<{ run_number: number; attempt: number; status: JobState; job_attempt: number } | null> {
-    const wf = await this.requireWorkflow(ops, workflowId);
+    const wf = await this.requireWorkflow(r, workflowId);
     const runNumber = run ?? wf.latest_run;
     if (run !== undefined && (run < 1 || run > wf.latest_run)) {
       throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
     }
     if (runNumber === 0) {
-      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw this.unknownJob(wf, jobId);
+      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
       return null;
     }
-    const job = await ops.getJob(workflowId, runNumber, jobId);
-    if (!job) throw this.unknownJob(wf, jobId);
-    const logged = await ops.latestLogAttempt(workflowId, runNumber, jobId);
+    const job = await r.getJob(workflowId, runNumber, jobId);
+    if (!job) throw unknownJob(wf, jobId);
+    const logged = await r.latestLogAttempt(workflowId, runNumber, jobId);
     return { run_number: runNumber, attempt: logged ?? job.attempt, status: job.status, job_attempt: job.attempt };
   }
 
   /** Read access for log followers, which poll between events. */
-  readStore<T>(fn: (ops: StoreOps) => Promise<T>): Promise<T> {
+  readStore<T>(fn: (r: StoreReads) => Promise<T>): Promise<T> {
     return this.store.read(fn);
   }
 
@@ -487,27 +384,16 @@ export class Engine {
 
   /**
    * Re-queues (or fails, when the budget is spent) every job whose lease expired or whose attempt
-   * outlived timeout_secs. Safe to run from several processes at once: each item is settled in a
-   * write transaction that re-checks it.
+   * outlived timeout_secs. Safe to run from several processes at once: the store settles each item
+   * under its own guard, once.
    */
   async reap(): Promise<{ expired: number; timedOut: number }> {
-    const changes = new Changes();
-    const counts = await this.store.tx(async (ops) => {
-      const now = this.now();
-      let expired = 0;
-      let timedOut = 0;
-      for (const lease of await ops.expiredLeases(now, REAP_BATCH)) {
-        await this.expireLease(ops, lease, now, changes);
-        expired++;
-      }
-      for (const job of await ops.timedOutJobs(now, REAP_BATCH)) {
-        if (job.lease_id) await ops.updateLease(job.lease_id, { state: 'timed_out' });
-        await this.applyFailure(ops, job, `timed out after ${job.timeout_secs}s`, true, now, changes);
-        timedOut++;
-      }
-      return { expired, timedOut };
-    });
-    this.announce(changes);
+    const now = this.now();
+    const expired = await this.store.expireLeases(now, REAP_BATCH);
+    const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
+    this.announce(expired);
+    this.announce(timedOut);
+    const counts = { expired: expired.length, timedOut: timedOut.length };
     if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
     return counts;
   }
@@ -516,155 +402,58 @@ export class Engine {
 
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
-    return {
-      id: def.id,
-      name: def.name,
-      trigger: def.trigger,
-      definition: def,
-      source,
-      hash,
-      created_at_ms: now,
-      updated_at_ms: now,
-      latest_run: 0,
-    };
+    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0 };
   }
 
-  private async statusIn(ops: StoreOps, id: string): Promise<StatusDocument> {
-    const wf = await this.requireWorkflow(ops, id);
+  private async statusIn(r: StoreReads, id: string): Promise<StatusDocument> {
+    const wf = await this.requireWorkflow(r, id);
     if (wf.latest_run === 0) return statusDocument(wf, null, null);
-    const run = await ops.getRun(id, wf.latest_run);
-    const jobs = await ops.getRunJobs(id, wf.latest_run);
+    const run = await r.getRun(id, wf.latest_run);
+    const jobs = await r.getRunJobs(id, wf.latest_run);
     return statusDocument(wf, run, jobs);
   }
 
-  private async requireWorkflow(ops: StoreOps, id: string): Promise<WorkflowRecord> {
-    const wf = await ops.getWorkflow(id);
-    if (!wf) throw new WeftError('workflow_not_found', `workflow "${id}" does not exist`);
+  private async requireWorkflow(r: StoreReads, id: string): Promise<WorkflowRecord> {
+    const wf = await r.getWorkflow(id);
+    if (!wf) throw workflowNotFound(id);
     return wf;
   }
 
   /** The job of the latest run; null (but no error) when the workflow never ran and the job exists. */
-  private async requireJob(ops: StoreOps, workflowId: string, jobId: string): Promise<{ job: JobRecord | null }> {
-    const wf = await this.requireWorkflow(ops, workflowId);
+  private async requireJob(r: StoreReads, workflowId: string, jobId: string): Promise<{ job: JobRecord | null }> {
+    const wf = await this.requireWorkflow(r, workflowId);
     if (wf.latest_run === 0) {
-      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw this.unknownJob(wf, jobId);
+      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
       return { job: null };
     }
-    const job = await ops.getJob(workflowId, wf.latest_run, jobId);
-    if (!job) throw this.unknownJob(wf, jobId);
+    const job = await r.getJob(workflowId, wf.latest_run, jobId);
+    if (!job) throw unknownJob(wf, jobId);
     return { job };
   }
 
-  private unknownJob(wf: WorkflowRecord, jobId: string) {
-    const names = wf.definition.jobs.map((j) => j.id).join(', ');
-    return new WeftError('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
+  /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */
+  private announce(changes: readonly JobChange[]): void {
+    if (changes.length === 0) return;
+    this.emitJobs(changes);
+    this.waiters.wake();
   }
 
-  /**
-   * Validates a lease for a worker call. Expiry is settled right here (not only by the reaper), so the
-   * caller gets its 409 at once and the job is already back in the queue.
-   */
-  private async checkLease(ops: StoreOps, leaseId: string, now: number, changes: Changes): Promise<LeaseCheck> {
-    const lease = await ops.getLease(leaseId);
-    if (!lease) throw new WeftError('lease_not_found', `lease ${leaseId} does not exist (it may never have been granted)`);
-    await ops.touchWorker(lease.worker_id, now);
-    if (lease.state === 'cancelled') {
-      const job = (await ops.getJobByRowId(lease.job_row_id))!;
-      return { kind: 'cancelled', lease, job };
-    }
-    if (lease.state !== 'active') {
-      throw new WeftError(settledLeaseCode(lease.state), `lease ${leaseId} is no longer valid: it was already ${lease.state.replace('_', ' ')}`);
-    }
-    if (isLeaseExpired(lease.expires_at_ms, now)) {
-      await this.expireLease(ops, lease, now, changes);
-      return { kind: 'lost', code: 'lease_expired', reason: `lease ${leaseId} expired at ${new Date(lease.expires_at_ms).toISOString()}; the job was re-queued` };
-    }
-    const job = (await ops.getJobByRowId(lease.job_row_id))!;
-    if (job.deadline_ms !== null && now > job.deadline_ms) {
-      await ops.updateLease(leaseId, { state: 'timed_out' });
-      await this.applyFailure(ops, job, `timed out after ${job.timeout_secs}s`, true, now, changes);
-      return { kind: 'lost', code: 'lease_timed_out', reason: `job "${job.job_id}" exceeded its timeout of ${job.timeout_secs}s; lease ${leaseId} is void` };
-    }
-    return { kind: 'live', lease, job };
-  }
-
-  /** README "How a run works": an expired lease is a retryable failure with error `lease expired`. */
-  private async expireLease(ops: StoreOps, lease: LeaseRecord, now: number, changes: Changes): Promise<void> {
-    await ops.updateLease(lease.lease_id, { state: 'expired' });
-    const job = await ops.getJobByRowId(lease.job_row_id);
-    // Only the lease the job is currently running under may move the job.
-    if (job && job.status === 'running' && job.lease_id === lease.lease_id) {
-      await this.applyFailure(ops, job, 'lease expired', true, now, changes);
-    }
-  }
-
-  private async applyFailure(
-    ops: StoreOps,
-    job: JobRecord,
-    error: string,
-    retryable: boolean,
-    now: number,
-    changes: Changes,
-  ): Promise<{ status: JobState; attempt: number; delayed_until_ms: number }> {
-    changes.job(job);
-    if (retryable && job.attempt < job.max_retries) {
-      const attempt = job.attempt + 1;
-      const delay = retryDelayMs(job.backoff, attempt);
-      const delayedUntil = delay > 0 ? now + delay : 0;
-      await ops.updateJob(job.row_id, {
-        status: 'queued',
-        attempt,
-        enqueued_at_ms: now,
-        delayed_until_ms: delayedUntil,
-        ready_at_ms: Math.max(now, delayedUntil),
-        error,
-        started_at_ms: null,
-        finished_at_ms: null,
-        deadline_ms: null,
-        worker_id: null,
-        lease_id: null,
-      });
-      this.log.info({ workflow_id: job.workflow_id, job_id: job.job_id, attempt, delayed_until_ms: delayedUntil, error }, 'job re-queued');
-      return { status: 'queued', attempt, delayed_until_ms: delayedUntil };
-    }
-    await ops.updateJob(job.row_id, { status: 'failed', error, finished_at_ms: now, deadline_ms: null });
-    // Everything downstream is still pending (it needed this job); walk the dependents level by level.
-    let frontier = job.dependents;
-    const seen = new Set<string>();
-    while (frontier.length > 0) {
-      const next: string[] = [];
-      for (const j of await ops.getJobs(job.workflow_id, job.run_number, frontier.filter((id) => !seen.has(id)))) {
-        seen.add(j.job_id);
-        if (j.status !== 'pending') continue;
-        await ops.updateJob(j.row_id, { status: 'skipped', finished_at_ms: now, error: `upstream job "${job.job_id}" failed` });
-        changes.job(j);
-        next.push(...j.dependents);
-      }
-      frontier = next;
-    }
-    await this.settleRun(ops, job.workflow_id, job.run_number, now);
-    this.log.info({ workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, error }, 'job failed');
-    return { status: 'failed', attempt: job.attempt, delayed_until_ms: 0 };
-  }
-
-  /** Records the run's end once none of its jobs can move any more. */
-  private async settleRun(ops: StoreOps, workflowId: string, runNumber: number, now: number) {
-    const state = deriveRunState(await ops.presentStates(workflowId, runNumber));
-    if (state !== 'running') await ops.updateRun(workflowId, runNumber, state, now);
-  }
-
-  private announce(changes: Changes): void {
-    for (const c of changes.jobs) this.events.emit('job', c);
-    for (const c of changes.logs) this.events.emit('logs', c);
+  private emitJobs(changes: readonly JobChange[]): void {
+    for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
 }
 
-/**
- * Job output is arbitrary bytes decoded as text and may hold NUL, which PostgreSQL text columns
- * refuse; every store keeps the same U+FFFD in its place so logs read back alike everywhere.
- */
-function storableText(s: string): string {
-  return s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s;
+function workflowNotFound(id: string): WeftError {
+  return new WeftError('workflow_not_found', `workflow "${id}" does not exist`);
+}
+
+function unknownJob(wf: WorkflowRecord, jobId: string): WeftError {
+  const names = wf.definition.jobs.map((j) => j.id).join(', ');
+  return new WeftError('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
+}
+
+function claimResult(c: Claimed): ClaimResult {
+  return { job: claimedJob(c.job), lease: leaseView(c.lease) };
 }
 
 function claimedJob(job: JobRecord): ClaimedJob {

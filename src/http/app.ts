@@ -8,6 +8,7 @@ import { validatorCompiler } from './validation.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
+import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 
@@ -61,10 +62,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(fastifySSE, { heartbeatInterval: 15_000 });
 
+  // Long-poll claims would hold a graceful close for up to their wait; they end with `null` instead.
+  app.addHook('preClose', async () => opts.engine.close());
+
   app.get('/healthz', async () => ({ ok: true }));
   workflowRoutes(app, opts.engine);
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
+  batchRoutes(app, opts.engine);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
   return app;
 }

@@ -17,3 +17,7 @@ export const stringMap = { type: 'object', additionalProperties: { type: 'string
 
 
 export const leaseTtlSchema = { type: 'integer', minimum: 1, maximum: MAX_LEASE_TTL_SECS } as const;
+
+/** Long-poll of a claim: how long to wait for a job when none fits (docs/api.md). */
+export const MAX_WAIT_SECS = 60;
+export const waitSecsSchema = { type: 'number', minimum: 0, maximum: MAX_WAIT_SECS } as const;

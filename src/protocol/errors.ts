@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   lease_completed: { status: 409, meaning: 'the lease was already completed' },
   lease_failed: { status: 409, meaning: 'a failure was already reported on this lease' },
   job_cancelled: { status: 409, meaning: "the lease's job was cancelled; stop working on it" },
+  lease_released: { status: 409, meaning: 'the lease was handed back unused (its claim was never delivered)' },
   // Transport limits.
   payload_too_large: { status: 413, meaning: 'the body is larger than the server accepts' },
   unsupported_media_type: { status: 415, meaning: 'the body is not application/json' },
@@ -61,7 +62,7 @@ export class WeftError extends Error {
 }
 
 /** Lease states that end a lease, each answered with its own code when the lease is used again. */
-export type SettledLeaseState = 'completed' | 'failed' | 'expired' | 'timed_out';
+export type SettledLeaseState = 'completed' | 'failed' | 'expired' | 'timed_out' | 'released';
 
 export function settledLeaseCode(state: SettledLeaseState): ErrorCode {
   return `lease_${state}` as const;

@@ -4,6 +4,7 @@
  * those are weft's additions, and may be added to but never renamed or re-typed.
  */
 import type { JobState, LogStream, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/types.js';
+import type { ErrorBody } from './errors.js';
 import type { CompatJobStatus } from './states.js';
 
 // ------------------------------------------------------------------ worker protocol (docs/api.md "Worker protocol")
@@ -18,6 +19,8 @@ export interface ClaimRequest {
   labels?: string[];
   /** 1..86400, default 30. */
   lease_ttl_secs?: number;
+  /** Long poll: when nothing fits, wait up to this many seconds (0..60, default 0) for a job. */
+  wait_secs?: number;
 }
 
 /** A job as delivered by a claim (docs/api.md "POST /api/jobs/claim"), plus additive fields the standalone worker uses. */
@@ -99,6 +102,49 @@ export interface PushLogsRequest {
 export interface PushLogsResponse {
   ok: true;
   accepted: number;
+}
+
+// ------------------------------------------------------------------ batches (docs/api.md "Batches")
+
+export interface BatchClaimRequest extends ClaimRequest {
+  /** 1..1000, default 1. */
+  max_jobs?: number;
+}
+
+export interface BatchClaimResponse {
+  claims: ClaimResult[];
+}
+
+export type Report =
+  | { lease_id: string; outcome: 'complete'; outputs?: Outputs; error?: undefined; retryable?: undefined }
+  | { lease_id: string; outcome: 'fail'; error: string; retryable?: boolean; outputs?: undefined };
+
+export interface ReportBatchRequest {
+  reports: Report[];
+  /** Claims more jobs in the same round trip, after the reports (complete-and-claim-next). */
+  claim?: BatchClaimRequest;
+}
+
+/** One report's answer: the status and body its one-job call would have had. */
+export type ReportResult =
+  | { lease_id: string; status: 200; result: CompleteResponse | FailResponse }
+  | { lease_id: string; status: number; error: ErrorBody };
+
+export interface ReportBatchResponse {
+  results: ReportResult[];
+  claims: ClaimResult[];
+}
+
+export interface HeartbeatBatchRequest {
+  lease_ids: string[];
+}
+
+export type HeartbeatResult =
+  | { lease_id: string; status: 200; lease: HeartbeatResponse }
+  | { lease_id: string; status: number; error: ErrorBody };
+
+export interface HeartbeatBatchResponse {
+  results: HeartbeatResult[];
 }
 
 // ------------------------------------------------------------------ workflows

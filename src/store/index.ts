@@ -1,9 +1,8 @@
 import path from 'node:path';
 import type { Store } from './store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
-import { PostgresStore } from './postgres/postgres-store.js';
 
-export type { Store, StoreOps } from './store.js';
+export type { Store, StoreReads } from './store.js';
 export * from './store.js';
 
 export type StoreLocation = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -38,5 +37,7 @@ export async function openStore(url: string | undefined, opts: OpenStoreOptions 
   if (loc.kind === 'sqlite') {
     return new SqliteStore(loc.file, { synchronous: opts.sqliteSynchronous ?? 'FULL' });
   }
+  // Loaded only when chosen: an SQLite deployment never pays for the PostgreSQL driver.
+  const { PostgresStore } = await import('./postgres/postgres-store.js');
   return PostgresStore.open(loc.url);
 }

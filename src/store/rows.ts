@@ -1,5 +1,5 @@
 import type { JobState, RunState, WorkflowDefinition } from '../domain/types.js';
-import type { JobPatch, JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
+import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
 /**
  * Row encoding shared by the SQL stores: both keep JSON in text columns and the same column names,
@@ -7,35 +7,11 @@ import type { JobPatch, JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJ
  */
 export type Row = Record<string, unknown>;
 
-const JSON_JOB_COLUMNS = new Set(['outputs', 'upstream_outputs']);
-// Patch keys become column names in SQL text, so only known columns may pass.
-export const JOB_PATCH_COLUMNS: ReadonlySet<string> = new Set([
-  'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'ready_at_ms', 'started_at_ms', 'finished_at_ms',
-  'deadline_ms', 'error', 'outputs', 'upstream_outputs', 'worker_id', 'lease_id',
-]);
-export const LEASE_PATCH_COLUMNS: ReadonlySet<string> = new Set(['renewed_at_ms', 'expires_at_ms', 'state']);
-
-/** The patch's keys (sorted, undefined values left out), refusing any column not allowed. */
-export function patchKeys(patch: object, allowed: ReadonlySet<string>, table: string): string[] {
-  const keys = Object.keys(patch).filter((k) => (patch as Row)[k] !== undefined).sort();
-  for (const k of keys) if (!allowed.has(k)) throw new Error(`cannot update column ${table}.${k}`);
-  return keys;
-}
-
-/** Column values of a job patch, JSON columns encoded. */
-export function jobPatchValues(patch: JobPatch, keys: readonly string[]): Row {
-  const out: Row = {};
-  for (const k of keys) {
-    const v = (patch as Row)[k];
-    out[k] = JSON_JOB_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v;
-  }
-  return out;
-}
-
-/** Column values of a new job, JSON columns encoded. */
-export function jobRow(j: NewJob): Row {
+/** Column values of a new job of run `runNumber`, JSON columns encoded. */
+export function jobRow(j: NewJob, runNumber: number): Row {
   return {
     ...j,
+    run_number: runNumber,
     env: JSON.stringify(j.env),
     labels: JSON.stringify(j.labels),
     needs: JSON.stringify(j.needs),
@@ -92,6 +68,7 @@ export function toJob(r: Row): JobRecord {
     label_key: r.label_key as string,
     needs: JSON.parse(r.needs as string),
     dependents: JSON.parse(r.dependents as string),
+    pending_needs: r.pending_needs as number,
     max_retries: r.max_retries as number,
     backoff: JSON.parse(r.backoff as string),
     timeout_secs: (r.timeout_secs as number | null) ?? null,

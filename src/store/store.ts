@@ -51,6 +51,11 @@ export interface JobRecord {
   needs: string[];
   /** Direct downstream jobs (the inverse of needs), so unblocking and skipping touch only them. */
   dependents: string[];
+  /**
+   * Needs not yet `success`. The completion that brings it to zero queues the job, whichever sibling
+   * finishes last, without re-reading the others.
+   */
+  pending_needs: number;
   max_retries: number;
   backoff: Backoff;
   timeout_secs: number | null;
@@ -72,31 +77,10 @@ export interface JobRecord {
   lease_id: string | null;
 }
 
-/** Fields a new job row needs; the rest start at their defaults. */
-export type NewJob = Omit<JobRecord, 'row_id'>;
+/** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */
+export type NewJob = Omit<JobRecord, 'row_id' | 'run_number'>;
 
-/** Fields the engine may change on a job. */
-export type JobPatch = Partial<
-  Pick<
-    JobRecord,
-    | 'status'
-    | 'attempt'
-    | 'enqueued_at_ms'
-    | 'delayed_until_ms'
-    | 'ready_at_ms'
-    | 'started_at_ms'
-    | 'finished_at_ms'
-    | 'deadline_ms'
-    | 'error'
-    | 'outputs'
-    | 'upstream_outputs'
-    | 'worker_id'
-    | 'lease_id'
-  >
->;
-
-/** `failed` is a failure the worker reported; `timed_out` is one the server decided (timeout_secs). */
-export type LeaseState = 'active' | 'completed' | 'failed' | 'expired' | 'timed_out' | 'cancelled';
+export type LeaseState = 'active' | 'completed' | 'failed' | 'expired' | 'timed_out' | 'cancelled' | 'released';
 
 export interface LeaseRecord {
   lease_id: string;
@@ -114,7 +98,6 @@ export interface LeaseRecord {
   state: LeaseState;
 }
 
-export type LeasePatch = Partial<Pick<LeaseRecord, 'renewed_at_ms' | 'expires_at_ms' | 'state'>>;
 
 export interface LogChunkRecord {
   workflow_id: string;
@@ -162,84 +145,192 @@ export interface LogQuery {
   limit?: number;
 }
 
-/** Everything the engine can do to storage. Inside `tx` all of it is one atomic unit. */
-export interface StoreOps {
-  // workflows
-  getWorkflow(id: string): Promise<WorkflowRecord | null>;
-  insertWorkflow(rec: WorkflowRecord): Promise<void>;
-  updateWorkflowDefinition(
-    id: string,
-    def: WorkflowDefinition,
-    hash: string,
-    source: 'file' | 'api',
-    nowMs: number,
-  ): Promise<void>;
-  setLatestRun(id: string, runNumber: number): Promise<void>;
-  listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
+/** A job whose state an operation changed: announced as an event once the change is durable. */
+export interface JobChange {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+}
 
-  // runs
-  insertRun(run: RunRecord): Promise<void>;
+/**
+ * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
+ * one of the operations of `Store`.
+ */
+export interface StoreReads {
+  getWorkflow(id: string): Promise<WorkflowRecord | null>;
+  listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
-  updateRun(workflowId: string, runNumber: number, status: RunState, finishedAtMs: number | null): Promise<void>;
   /** Many runs in one query (a page of the workflow list); unknown keys are left out. */
   getRuns(keys: readonly RunKey[]): Promise<RunRecord[]>;
-
-  // jobs
-  insertJobs(jobs: NewJob[]): Promise<void>;
   getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
   /** The jobs of many runs in one query, each run's in row order. */
   getJobsOfRuns(keys: readonly RunKey[]): Promise<JobRecord[]>;
   getJob(workflowId: string, runNumber: number, jobId: string): Promise<JobRecord | null>;
-  getJobByRowId(rowId: number): Promise<JobRecord | null>;
-  /** The named jobs of a run (missing ids are left out). */
-  getJobs(workflowId: string, runNumber: number, jobIds: readonly string[]): Promise<JobRecord[]>;
-  /** Which job states occur in the run: one index seek per state, whatever the run's size. */
-  presentStates(workflowId: string, runNumber: number): Promise<Set<JobState>>;
-  updateJob(rowId: number, patch: JobPatch): Promise<void>;
-  /**
-   * The oldest claimable job (queued, ready_at_ms <= now) among the given label keys, locked for the
-   * rest of the transaction so that concurrent claimers never get the same job.
-   */
-  nextClaimable(labelKeys: readonly string[], nowMs: number): Promise<JobRecord | null>;
-  /** Running jobs whose deadline has passed. */
-  timedOutJobs(nowMs: number, limit: number): Promise<JobRecord[]>;
-
-  // label sets (small, append-only)
-  ensureLabelSet(set: LabelSet): Promise<void>;
-  listLabelSets(): Promise<LabelSet[]>;
-
-  // leases
-  insertLease(lease: LeaseRecord): Promise<void>;
   getLease(leaseId: string): Promise<LeaseRecord | null>;
-  updateLease(leaseId: string, patch: LeasePatch): Promise<void>;
-  /** Active leases whose expiry is before now. */
-  expiredLeases(nowMs: number, limit: number): Promise<LeaseRecord[]>;
+  /** Active leases (a worker's view shows what it holds). */
   activeLeases(): Promise<LeaseRecord[]>;
-
-  // logs
-  /** Inserts chunks; a chunk whose (run, job, attempt, sequence) exists already is ignored. */
-  insertLogChunks(chunks: readonly LogChunkRecord[]): Promise<void>;
   getLogChunks(q: LogQuery): Promise<LogChunkRecord[]>;
   /** Highest attempt that has log chunks, or null. */
   latestLogAttempt(workflowId: string, runNumber: number, jobId: string): Promise<number | null>;
-
-  // workers
-  upsertWorker(rec: WorkerRecord): Promise<void>;
-  /** Records that the worker was seen; creates it (with no labels) when unknown. */
-  touchWorker(workerId: string, nowMs: number, labels?: readonly string[]): Promise<void>;
   listWorkers(): Promise<WorkerRecord[]>;
+  getWorker(workerId: string): Promise<WorkerRecord | null>;
+  /** Label sets added after `afterSeq` (0 = all), in the order they were added. Small and append-only. */
+  labelSetsSince(afterSeq: number): Promise<Array<LabelSet & { seq: number }>>;
 }
 
+// ------------------------------------------------------------------------------- operation outcomes
+
 /**
- * A store hands out its operations only inside `tx` or `read`, so that no caller can interleave its
- * statements with another caller's open transaction on a shared connection.
+ * Why a lease call could not proceed. `expired` and `timed_out` mean this very call found the lease
+ * out of time and applied the failure (re-queue or fail, by the retry plan) before answering.
+ */
+export type LeaseRefusal =
+  | { kind: 'not_found' }
+  | { kind: 'settled'; state: 'completed' | 'failed' | 'expired' | 'timed_out' | 'released' }
+  | { kind: 'expired'; lease: LeaseRecord; changes: JobChange[] }
+  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] };
+
+export type HeartbeatOutcome =
+  | { kind: 'renewed'; lease: LeaseRecord }
+  | { kind: 'cancelled'; lease: LeaseRecord }
+  | LeaseRefusal;
+
+export type CompleteOutcome =
+  /** `enqueued`: dependents whose last need this was, now queued with their upstream outputs. */
+  | { kind: 'completed'; job: JobRecord; enqueued: string[]; changes: JobChange[] }
+  /** The job was cancelled first; nothing changed. */
+  | { kind: 'cancelled'; job: JobRecord }
+  | LeaseRefusal;
+
+export type FailOutcome =
+  /** The job after the failure: queued again (attempt + 1, maybe delayed) or failed (dependents skipped). */
+  | { kind: 'failed'; job: JobRecord; changes: JobChange[] }
+  | { kind: 'cancelled'; job: JobRecord }
+  | LeaseRefusal;
+
+export type PushLogsOutcome =
+  /** Also when the job was cancelled: its last words are still kept. */
+  | { kind: 'stored'; lease: LeaseRecord; accepted: number }
+  /** A chunk names another workflow or job than the lease's; nothing was stored. */
+  | { kind: 'mismatch'; lease: LeaseRecord; index: number; field: 'workflow_id' | 'job_id'; value: string }
+  | LeaseRefusal;
+
+export type StartRunOutcome =
+  | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  | { kind: 'not_found' }
+  /** The latest run is still running. */
+  | { kind: 'active'; run_number: number }
+  /** The definition changed since the caller read it (its hash differs): read again and retry. */
+  | { kind: 'stale' };
+
+export type CancelRunOutcome =
+  | { kind: 'cancelled'; run_number: number; jobs: string[]; changes: JobChange[] }
+  /** No run, or the latest run is over: nothing changed. */
+  | { kind: 'idle' }
+  | { kind: 'not_found' };
+
+export interface ClaimRequest {
+  worker_id: string;
+  /** The worker's labels (normalized), recorded on the worker row. */
+  worker_labels: readonly string[];
+  /** Label keys the worker fits (decided by the domain rule); only jobs with these keys are taken. */
+  label_keys: readonly string[];
+  ttl_secs: number;
+  /** Up to this many jobs, oldest claimable first (ready_at_ms, then row_id). */
+  max: number;
+  /** One fresh id per job that may be handed out; `lease_ids.length >= max`. */
+  lease_ids: readonly string[];
+  now_ms: number;
+}
+
+export interface Claimed {
+  job: JobRecord;
+  lease: LeaseRecord;
+}
+
+// ------------------------------------------------------------------------------------------- store
+
+/**
+ * The storage seam (docs/architecture.md "Store"). Every change is one operation: atomic, guarded by
+ * who holds the lease (`WHERE lease_id = … AND state = 'active' AND expires_at_ms >= now`), correct
+ * with any number of concurrent callers and server processes without a global lock, and answering an
+ * outcome instead of throwing for the expected refusals. When an operation's promise resolves, its
+ * effect is durable. The engine never sees SQL or a transaction; domain rules (retry plans, label
+ * subsets, run state) come from src/domain, which the stores call.
+ *
+ * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
 export interface Store {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
-  /** Runs `fn` as one serializable write transaction; rolls back if it throws. */
-  tx<T>(fn: (ops: StoreOps) => Promise<T>): Promise<T>;
-  /** Runs `fn` against a consistent snapshot for reading. */
-  read<T>(fn: (ops: StoreOps) => Promise<T>): Promise<T>;
+
+  /** Runs `fn` against one consistent snapshot for reading. */
+  read<T>(fn: (reads: StoreReads) => Promise<T>): Promise<T>;
+
+  // workflows
+  /** Inserts a new workflow; `exists` when the id is taken (nothing changes). */
+  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'>;
+  /**
+   * Creates the workflow, or replaces its definition in place (run history stays) when its hash or
+   * source differs. `rec.created_at_ms` is used only on creation; `rec.updated_at_ms` on any write.
+   */
+  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'>;
+
+  // runs
+  /**
+   * Starts run latest_run + 1 with the given jobs (roots `queued`, the rest `pending` with
+   * `pending_needs` = their number of needs), unless the latest run is still running. Run numbers are
+   * unique and gapless per workflow. `expected_hash` guards against a definition that changed after
+   * the jobs were built from it. The label sets of the jobs are recorded too.
+   */
+  startRun(req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number }): Promise<StartRunOutcome>;
+  /** Cancels every pending, queued and running job of the latest run, if it is running; voids their leases. */
+  cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
+
+  // the worker protocol
+  /** Hands out up to `max` claimable jobs that fit, each exactly once, with a lease each; [] if none. */
+  claim(req: ClaimRequest): Promise<Claimed[]>;
+  /**
+   * Hands leases back unused: each job whose lease is still active goes back to `queued` with the same
+   * attempt and place in the queue (its ready_at_ms is unchanged), and the lease becomes `released`.
+   * For a claim whose client went away before the answer reached it.
+   */
+  releaseLeases(leaseIds: readonly string[], nowMs: number): Promise<JobChange[]>;
+  /** Renews the lease by its own ttl from now. */
+  heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome>;
+  /**
+   * Marks the lease's job a success with its outputs, decrements the pending-needs counter of each
+   * direct dependent, and queues those that reach zero with the outputs of their direct needs; settles
+   * the run when it was the last unfinished job. All one atomic step.
+   */
+  complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome>;
+  /**
+   * Applies a failure by the domain's retry plan (planFailure): re-queued for attempt + 1 after its
+   * backoff, or failed with every job downstream skipped and the run settled if it is over.
+   */
+  fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome>;
+  /** Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored. */
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome>;
+
+  // the reaper
+  /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */
+  expireLeases(nowMs: number, limit: number): Promise<JobChange[]>;
+  /** Settles up to `limit` running jobs past their deadline (retryable failure `timed out after Ns`). */
+  timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]>;
+
+  // workers
+  /** Creates or updates the worker, setting its labels and last-seen time. */
+  registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord>;
+
   close(): Promise<void>;
+}
+
+/** A log chunk as pushed, before the lease fills in what it leaves out. */
+export interface IncomingChunk {
+  workflow_id?: string;
+  job_id?: string;
+  sequence: number;
+  data: string;
+  timestamp_ms?: number;
+  stream?: LogStream;
 }

@@ -12,6 +12,7 @@ export interface WorkerConfig {
   leaseTtlSecs: number;
   heartbeatSecs: number;
   pollSecs: number;
+  longPollSecs: number;
   concurrency: number;
   cancelPollSecs: number;
   killGraceSecs: number;
@@ -62,6 +63,7 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     );
   }
   const pollSecs = envNumber(env, 'POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
+  const longPollSecs = envNumber(env, 'LONG_POLL_SECS', 20, { min: 0, max: 60 });
   const concurrency = envNumber(env, 'CONCURRENCY', 1, { min: 1, max: 1024, integer: true });
   const cancelPollSecs = envNumber(env, 'CANCEL_POLL_SECS', 2, { min: 0, max: 3600, exclusiveMin: true });
   const killGraceSecs = envNumber(env, 'KILL_GRACE_SECS', 5, { min: 0, max: 3600 });
@@ -71,7 +73,7 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not valid: use one of ${LOG_LEVELS.join(', ')}`);
   }
 
-  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel };
+  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel };
 }
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
@@ -90,7 +92,8 @@ Environment:
   WORKER_ID         this worker's id (default <hostname>-<random>)
   LEASE_TTL_SECS    lease length requested with each claim, 1..86400 (default 30)
   HEARTBEAT_SECS    heartbeat interval, below the ttl; at most half of it is advised (default ttl/3)
-  POLL_SECS         wait after a claim that found nothing (default 2)
+  LONG_POLL_SECS    how long a claim waits on the server for a job, 0..60; 0 turns it off (default 20)
+  POLL_SECS         wait after an empty claim when the server has no long polls (default 2)
   CONCURRENCY       jobs run at once (default 1)
   CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
@@ -113,6 +116,7 @@ Environment:
         leaseTtlSecs: config.leaseTtlSecs,
         heartbeatSecs: config.heartbeatSecs,
         pollSecs: config.pollSecs,
+        longPollSecs: config.longPollSecs,
         concurrency: config.concurrency,
         cancelPollSecs: config.cancelPollSecs,
         // After the last SIGKILL a handler settles within the 2 s it waits for the pipes to close; then

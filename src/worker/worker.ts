@@ -90,8 +90,13 @@ export interface WorkerOptions {
   leaseTtlSecs?: number;
   /** Must be shorter than the lease; default leaseTtlSecs / 3. */
   heartbeatSecs?: number;
-  /** Wait after a claim found nothing; default 2. */
+  /** Wait after a claim found nothing, against a server without long-poll claims; default 2. */
   pollSecs?: number;
+  /**
+   * How long one claim may wait on the server for a job (a long poll, 0..60); default 20. 0 turns it
+   * off: claims then answer at once and the worker waits `pollSecs` between empty ones.
+   */
+  longPollSecs?: number;
   /** Jobs run at once; default 1. */
   concurrency?: number;
   /** How often a running job's cancelled flag is checked; default 2. */
@@ -187,6 +192,11 @@ export function truncateError(text: string, max = MAX_ERROR_CHARS): string {
   let head = text.slice(0, Math.max(0, max - marker.length));
   if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
   return head + marker;
+}
+
+/** A server from before long polls refuses the unknown `wait_secs` field of a claim. */
+function refusesLongPoll(err: unknown): boolean {
+  return err instanceof WorkflowApiError && err.status === 400 && /wait_secs/.test(err.serverMessage);
 }
 
 /** What an error of a server call means for the worker, by the catalogue in docs/protocol.md. */
@@ -690,6 +700,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly logger: Logger;
   /** @internal */ readonly heartbeatMs: number;
   /** @internal */ readonly pollMs: number;
+  /** 0 once the server turned long polls down (it predates them). */
+  private longPollSecs: number;
   /** @internal */ readonly cancelPollMs: number;
   /** @internal */ readonly maxBackoffMs: number;
   /** @internal */ readonly logFlushMs: number;
@@ -723,6 +735,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.leaseTtlSecs = ttl;
     this.heartbeatMs = hb * 1000;
     this.pollMs = positive('pollSecs', opts.pollSecs ?? 2) * 1000;
+    const longPoll = opts.longPollSecs ?? 20;
+    if (!(Number.isFinite(longPoll) && longPoll >= 0 && longPoll <= 60)) throw new RangeError(`Worker: longPollSecs must be 0..60, got ${longPoll}`);
+    this.longPollSecs = longPoll;
     this.cancelPollMs = positive('cancelPollSecs', opts.cancelPollSecs ?? 2) * 1000;
     this.maxBackoffMs = positive('maxBackoffSecs', opts.maxBackoffSecs ?? 15) * 1000;
     this.logFlushMs = Math.max(0, opts.logFlushMs ?? 250);
@@ -821,9 +836,10 @@ export class Worker extends EventEmitter<WorkerEvents> {
   }
 
   /**
-   * One loop for all slots: it claims while a slot is free and the last claim found a job, and waits
-   * `pollMs` (plus jitter, so that idle workers spread out) only after a claim that found nothing. A
-   * freed slot wakes it at once, since a finished job often unblocks others.
+   * One loop for all slots: it claims while a slot is free and the last claim found a job. An empty
+   * claim has already waited on the server (a long poll) and the loop asks again at once; against a
+   * server without long polls it waits `pollMs` (plus jitter, so that idle workers spread out). A freed
+   * slot wakes it at once, since a finished job often unblocks others.
    */
   private async claimLoop(): Promise<void> {
     const jobs = new Set<Promise<void>>();
@@ -835,11 +851,19 @@ export class Worker extends EventEmitter<WorkerEvents> {
       }
       let claim: ClaimResult | null;
       const sentAt = now();
+      const waitSecs = this.longPollSecs;
       try {
-        claim = await this.client.claim(this.workerId, this.labels, this.leaseTtlSecs);
+        // stop() aborts a waiting claim; the server hands back a lease granted in that instant.
+        claim = await this.client.claim(this.workerId, this.labels, this.leaseTtlSecs, { waitSecs, signal: this.stopController.signal });
         if (failures > 0) this.logger.info({ failed_attempts: failures }, 'server reachable again');
         failures = 0;
       } catch (err) {
+        if (this.stopping) break;
+        if (waitSecs > 0 && refusesLongPoll(err)) {
+          this.longPollSecs = 0;
+          this.logger.info({ poll_secs: this.pollMs / 1000 }, 'the server does not take long-poll claims; polling instead');
+          continue;
+        }
         const wait = backoffMs(failures++, this.maxBackoffMs, 500);
         this.notify('claim:error', { error: err, retryInMs: wait });
         this.logger.warn({ err: describe(err), retry_in_ms: Math.round(wait) }, 'claim failed; retrying');
@@ -847,7 +871,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
         continue;
       }
       if (!claim) {
-        await this.wakeup.wait(this.pollMs * (1 + 0.1 * Math.random()));
+        // A server that ignores wait_secs answers at once: fall back to polling rather than spin.
+        const waited = now() - sentAt >= (waitSecs * 1000) / 2;
+        if (waitSecs === 0 || !waited) await this.wakeup.wait(this.pollMs * (1 + 0.1 * Math.random()));
         continue;
       }
       // A job claimed while stopping is run all the same: its lease is ours (graceful drain).

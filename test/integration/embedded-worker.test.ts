@@ -621,26 +621,52 @@ test('shell handler: a killed process group is forgotten (and its SIGKILL timer 
 
 // ------------------------------------------------------------------------------------ the claim loop
 
-test('an idle worker with CONCURRENCY 4 sends one claim at a time', async (t) => {
-  const { srv } = await setup(t);
-  let inFlight = 0;
-  let maxInFlight = 0;
-  let claims = 0;
-  const client = hookedClient(srv, async (url, _init, forward) => {
-    if (!url.endsWith('/claim')) return forward();
-    inFlight++;
-    maxInFlight = Math.max(maxInFlight, inFlight);
-    try {
-      await delay(20);
-      return await forward();
-    } finally {
-      inFlight--;
-      claims++;
-    }
+for (const mode of [
+  { name: 'long-polling', opts: { longPollSecs: 0.2 }, polls: 4 },
+  { name: 'polling (long polls off)', opts: { longPollSecs: 0, pollSecs: 0.05 }, polls: 8 },
+]) {
+  test(`an idle worker with CONCURRENCY 4 sends one claim at a time, ${mode.name}`, async (t) => {
+    const { srv } = await setup(t);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    let claims = 0;
+    let waited = 0;
+    const client = hookedClient(srv, async (url, init, forward) => {
+      if (!url.endsWith('/claim')) return forward();
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      if (JSON.parse(String(init?.body ?? '{}')).wait_secs > 0) waited++;
+      try {
+        await delay(20);
+        return await forward();
+      } finally {
+        inFlight--;
+        claims++;
+      }
+    });
+    await startWorker(t, srv, async () => ({}), { client, concurrency: 4, ...mode.opts });
+    await until(() => claims >= mode.polls, 'a few polls');
+    assert.equal(maxInFlight, 1);
+    assert.equal(waited > 0, mode.opts.longPollSecs > 0, 'claims carry wait_secs exactly when long polls are on');
   });
-  await startWorker(t, srv, async () => ({}), { client, concurrency: 4, pollSecs: 0.05 });
-  await until(() => claims >= 8, 'a few polls');
-  assert.equal(maxInFlight, 1);
+}
+
+test('against a server that refuses wait_secs, the worker falls back to polling', async (t) => {
+  const { srv, api } = await setup(t);
+  let refused = 0;
+  const client = hookedClient(srv, async (url, init, forward) => {
+    if (url.endsWith('/claim') && JSON.parse(String(init?.body ?? '{}')).wait_secs !== undefined) {
+      refused++;
+      const body = { error: 'invalid_request', message: 'body has unknown field "wait_secs"' };
+      return new Response(JSON.stringify(body), { status: 400, headers: { 'content-type': 'application/json' } });
+    }
+    return forward();
+  });
+  await startWorker(t, srv, async () => ({ ok: 'yes' }), { client, pollSecs: 0.05 });
+  await createAndRun(api, { id: 'old-server', jobs: { j: { run: 'u' } } });
+  const doc = await api.settled('old-server');
+  assert.equal(jobOf(doc, 'j').state, 'success');
+  assert.equal(refused, 1, 'asked once, then polled');
 });
 
 test('a freed slot claims queued work at once, without waiting for the poll interval', async (t) => {

@@ -314,7 +314,40 @@ test('kill -9 under load: no acknowledged completion is lost; held leases are re
       }
     }
   };
-  const loops = Array.from({ length: 6 }, (_, i) => loop(`loader-${i}`));
+  // The batched paths: claim several, report them all and claim the next ones in one round trip.
+  const batchLoop = async (worker: string) => {
+    const claim = { worker_id: worker, labels: [], lease_ttl_secs: 2, max_jobs: 4 };
+    let claims: Array<{ job: any; lease: any }>;
+    try {
+      const r = await request('POST', `${first.url}/api/jobs/claim-batch`, claim);
+      if (r.status !== 200) return void unexpected.push(`claim-batch ${r.status} ${r.text}`);
+      claims = r.body.claims;
+    } catch {
+      return;
+    }
+    while (!stopLoops && claims.length > 0) {
+      for (const c of claims) claimedUnacked.add(c.job.job_id);
+      const reports = claims.map((c) => ({ lease_id: c.lease.lease_id, outcome: 'complete', outputs: { by: worker } }));
+      let r;
+      try {
+        r = await request('POST', `${first.url}/api/jobs/report-batch`, { reports, claim });
+      } catch {
+        return;
+      }
+      if (r.status !== 200) return void unexpected.push(`report-batch ${r.status} ${r.text}`);
+      r.body.results.forEach((res: any, i: number) => {
+        const id = claims[i]!.job.job_id as string;
+        if (res.status !== 200) return void unexpected.push(`batched complete ${id} ${res.status} ${JSON.stringify(res.error)}`);
+        acked.set(id, (acked.get(id) ?? 0) + 1);
+        claimedUnacked.delete(id);
+      });
+      claims = r.body.claims;
+    }
+  };
+  const loops = [
+    ...Array.from({ length: 3 }, (_, i) => loop(`loader-${i}`)),
+    ...Array.from({ length: 3 }, (_, i) => batchLoop(`batcher-${i}`)),
+  ];
   await until(() => acked.size >= 50 || unexpected.length > 0, '50 acknowledged completions', 15_000, 2);
   // Three leases that nobody will ever complete, taken while the loops are still running.
   const held: string[] = [];
@@ -339,7 +372,7 @@ test('kill -9 under load: no acknowledged completion is lost; held leases are re
   const state = (doc: any) => new Map<string, any>(doc.jobs.map((j: any) => [j.id, j]));
   const s1 = state(afterRestart);
   for (const id of ackedBefore) {
-    assert.equal(s1.get(id).status, 'success', `job ${id} was acknowledged complete before the kill`);
+    assert.equal(s1.get(id).state, 'success', `job ${id} was acknowledged complete before the kill`);
   }
 
   // The reaper (not a worker call) puts every lost lease back in the queue.

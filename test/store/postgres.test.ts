@@ -1,28 +1,84 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
+import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
-import { PostgresStore, CLAIM_CANDIDATES_SQL, type PostgresStoreOptions } from '../../src/store/postgres/postgres-store.js';
+import postgres from 'postgres';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { QUERIES } from '../../src/store/postgres/queries.js';
+import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openStore } from '../../src/store/index.js';
+import { jobRow } from '../../src/store/rows.js';
+import type { NewJob } from '../../src/store/store.js';
 import { storeConformance } from './conformance.js';
-import { createDatabase, ensureReachable } from '../helpers/postgres.js';
-
-async function freshStore(opts: PostgresStoreOptions = {}) {
-  const db = await createDatabase();
-  try {
-    const store = await PostgresStore.open(db.url, opts);
-    return Object.assign(store, { dispose: db.drop });
-  } catch (err) {
-    await db.drop();
-    throw err;
-  }
-}
+import { buildJobs, claimOne, complete, job, labelSetsCarryOn, wfRecord } from './fixtures.js';
+import { ADMIN_URL, createDatabase, ensureReachable } from '../helpers/postgres.js';
 
 test('postgres: the server is reachable', async () => {
   await ensureReachable();
 });
 
-storeConformance('postgres', () => freshStore());
-// The same suite with writes not serialized: claiming then relies on FOR UPDATE SKIP LOCKED alone.
-storeConformance('postgres (row locks only)', () => freshStore({ serializeWrites: false }));
+/**
+ * Every conformance case gets a database of its own, copied from one migrated once: a copy costs a
+ * fraction of creating and migrating anew. Pools stay small (several stores and processes share the
+ * server, and other test files use it at the same time); each still runs its statements in parallel.
+ */
+const POOL = { max: 4 };
+// Its own admin connection: the shared one (helpers/postgres.ts) is ended by an earlier `after` hook.
+const admin = postgres(ADMIN_URL, { max: 2, onnotice: () => {} });
+let template: Promise<string> | undefined;
+after(async () => {
+  if (template) await admin.unsafe(`DROP DATABASE IF EXISTS ${await template} WITH (FORCE)`);
+  await admin.end({ timeout: 5 });
+});
+
+function migratedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const db = await createDatabase();
+    await (await PostgresStore.open(db.url, POOL)).close();
+    return db.name;
+  })();
+  return template;
+}
+
+async function freshCopy(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const source = await migratedTemplate();
+  const name = `weft_test_${randomBytes(6).toString('hex')}`;
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${source}`);
+  const url = new URL(ADMIN_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => undefined) };
+}
+
+storeConformance(
+  'postgres',
+  async () => {
+    const db = await freshCopy();
+    try {
+      const store = await PostgresStore.open(db.url, POOL);
+      return {
+        store,
+        another: () => PostgresStore.open(db.url, POOL),
+        target: { kind: 'postgres', url: db.url },
+        dispose: db.drop,
+      };
+    } catch (err) {
+      await db.drop();
+      throw err;
+    }
+  },
+  { joinRaces: 1000 },
+);
+
+/** Parameters of the EXPLAINed statements, as their comments in queries.ts list them. */
+const CLAIM_PARAMS = [['', '["gpu"]'], 0, 8]; // label keys, now, per-key limit
+// keys, now, max, lease ids, worker id, worker labels (JSON), ttl, expiry
+const CLAIM_STATEMENT_PARAMS = [['', '["gpu"]'], 0, 2, ['l1', 'l2'], 'wk', '[]', 30, 30_000];
+const EXPIRY_PARAMS = [0, 100]; // now, limit
+const TIMEOUT_PARAMS = [0, 100]; // now, limit
+
+/** A plain connection to a test database, for what the store must not be asked: plans and old schemas. */
+function connect(url: string) {
+  return postgres(url, { max: 1, onnotice: () => {} });
+}
 
 test('postgres: openStore picks PostgreSQL for a postgres:// DATABASE_URL', async () => {
   const db = await createDatabase();
@@ -35,56 +91,118 @@ test('postgres: openStore picks PostgreSQL for a postgres:// DATABASE_URL', asyn
   }
 });
 
-test('postgres: the claim and reaper queries use their partial indexes', async () => {
-  const store = await freshStore();
+test('postgres: the claim and reaper statements are ordered reads of their partial indexes', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
   try {
-    await store.sql.begin(async (tx) => {
+    await (await PostgresStore.open(db.url)).close();
+    await sql.begin(async (tx) => {
       // A fresh table is tiny, where a sequential scan is cheapest; forbid it to see the index plan.
       await tx.unsafe('SET LOCAL enable_seqscan = off');
-      await tx.unsafe('SET LOCAL enable_bitmapscan = off');
       await tx.unsafe('ANALYZE jobs');
       await tx.unsafe('ANALYZE leases');
-      const plan = async (sql: string, params: unknown[]) =>
-        ((await tx.unsafe(`EXPLAIN ${sql}`, params as any[])) as unknown as Array<{ 'QUERY PLAN': string }>)
+      const plan = async (text: string, params: unknown[]) =>
+        ((await tx.unsafe(`EXPLAIN ${text}`, params as never[])) as unknown as Array<{ 'QUERY PLAN': string }>)
           .map((r) => r['QUERY PLAN'])
           .join('\n');
-      const claim = await plan(CLAIM_CANDIDATES_SQL, ['', 0, 0, 0, 8]);
+      const claim = await plan(QUERIES.claimCandidates, CLAIM_PARAMS);
       assert.match(claim, /Index (Only )?Scan using jobs_claim/, claim);
       assert.doesNotMatch(claim, /Sort|Seq Scan/, claim);
-      const expiry = await plan(
-        `SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < $1 ORDER BY expires_at_ms LIMIT $2`,
-        [0, 1],
-      );
-      assert.match(expiry, /leases_expiry/, expiry);
-      const timeouts = await plan(
-        `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < $1 ORDER BY deadline_ms LIMIT $2`,
-        [0, 1],
-      );
-      assert.match(timeouts, /jobs_deadline/, timeouts);
+      // The claim runs those candidates inside one statement; only its few picked rows are ordered.
+      assert.ok(QUERIES.claim.includes(QUERIES.claimCandidates), 'the claim statement reads exactly the EXPLAINed candidates');
+      const whole = await plan(QUERIES.claim, CLAIM_STATEMENT_PARAMS);
+      assert.match(whole, /Index (Only )?Scan using jobs_claim/, whole);
+      assert.doesNotMatch(whole, /Seq Scan/, whole);
+      const expiry = await plan(QUERIES.expiredLeases, EXPIRY_PARAMS);
+      assert.match(expiry, /Index (Only )?Scan using leases_expiry/, expiry);
+      assert.doesNotMatch(expiry, /Sort|Seq Scan/, expiry);
+      const timeouts = await plan(QUERIES.timedOutJobs, TIMEOUT_PARAMS);
+      assert.match(timeouts, /Index (Only )?Scan using jobs_deadline/, timeouts);
+      assert.doesNotMatch(timeouts, /Sort|Seq Scan/, timeouts);
     });
   } finally {
-    await store.close();
-    await store.dispose();
+    await sql.end({ timeout: 5 });
+    await db.drop();
   }
 });
 
-test('postgres: two stores opening one fresh database concurrently apply migrations once', async () => {
+test('postgres: stores opening one fresh database at once apply every migration once', async () => {
   const db = await createDatabase();
+  const sql = connect(db.url);
   try {
     const stores = await Promise.all([PostgresStore.open(db.url), PostgresStore.open(db.url), PostgresStore.open(db.url)]);
     try {
-      const rows = await stores[0]!.sql`SELECT version FROM schema_migrations ORDER BY version`;
-      assert.deepEqual(
-        rows.map((r) => r.version),
-        [1],
-      );
-      for (const s of stores) assert.deepEqual(await s.read((ops) => ops.listWorkers()), []);
+      const rows = await sql`SELECT version FROM schema_migrations ORDER BY version`;
+      assert.deepEqual(rows.map((r) => r.version), POSTGRES_MIGRATIONS.map((m) => m.version));
+      for (const s of stores) assert.deepEqual(await s.read((r) => r.listWorkers()), []);
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
     // Reopening finds nothing to do.
     await (await PostgresStore.open(db.url)).close();
   } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
+/** A job row as migration 1 stored it: no pending_needs column yet. */
+function v1JobRow(j: NewJob, runNumber: number) {
+  const { pending_needs: _dropped, ...row } = jobRow(j, runNumber) as Record<string, unknown>;
+  return row;
+}
+
+test('postgres: a database made by migration 1 gets its counters from its rows and goes on correctly', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    await sql.begin(async (tx) => {
+      await tx.unsafe(POSTGRES_MIGRATIONS[0]!.sql);
+      await tx.unsafe(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)`);
+      await tx`INSERT INTO schema_migrations VALUES (1, ${POSTGRES_MIGRATIONS[0]!.name}, 0)`;
+      for (const id of ['mid', 'bad']) {
+        const w = wfRecord(id, 1000, { latest_run: 1 });
+        await tx`INSERT INTO workflows ${tx({ ...w, definition: JSON.stringify(w.definition) } as Record<string, unknown>)}`;
+        await tx`INSERT INTO runs (workflow_id, run_number, status, created_at_ms) VALUES (${id}, 1, 'running', 1000)`;
+      }
+      // mid: a succeeded, c runs, d waits for a and c. bad: f failed, g skipped below it, q still queued.
+      const patch: Record<string, Partial<NewJob>> = {
+        a: { status: 'success', outputs: { A: '1' }, finished_at_ms: 1500 },
+        c: { status: 'running', started_at_ms: 1500, worker_id: 'wk', lease_id: 'lease-c' },
+        f: { status: 'failed', error: 'x', finished_at_ms: 1500 },
+        g: { status: 'skipped', error: 'upstream job "f" failed', finished_at_ms: 1500 },
+      };
+      const jobs = [
+        ...buildJobs('mid', 1000, { a: {}, c: {}, d: { needs: ['a', 'c'] } }),
+        ...buildJobs('bad', 1000, { f: {}, g: { needs: ['f'] }, q: {} }),
+      ];
+      for (const j of jobs) await tx`INSERT INTO jobs ${tx(v1JobRow({ ...j, ...patch[j.job_id] }, 1) as Record<string, unknown>)}`;
+      const [c] = await tx`SELECT row_id FROM jobs WHERE job_id = 'c'`;
+      await tx`INSERT INTO leases VALUES ('lease-c', ${c!.row_id}, 'mid', 1, 'c', 0, 'wk', 600, 1500, 1500, 601500, 'active')`;
+      await tx`INSERT INTO label_sets VALUES ('', '[]')`;
+    });
+    const store = await PostgresStore.open(db.url);
+    try {
+      assert.equal((await job(store, 'mid', 'd')).pending_needs, 1, 'counted from the needs not yet succeeded');
+      assert.equal((await job(store, 'bad', 'g')).pending_needs, 1, 'a skipped job still lacks its failed need');
+      const out = await complete(store, 'lease-c', { C: '2' }, 2000);
+      assert.deepEqual(out.enqueued, ['d']);
+      assert.deepEqual((await job(store, 'mid', 'd')).upstream_outputs, { a: { A: '1' }, c: { C: '2' } });
+      const q = await claimOne(store, 2000, 'q');
+      const d = await claimOne(store, 2000, 'd');
+      await complete(store, d.lease.lease_id, {}, 3000);
+      assert.equal((await store.read((r) => r.getRun('mid', 1)))?.status, 'success');
+      assert.equal((await store.read((r) => r.getRun('bad', 1)))?.status, 'running');
+      await complete(store, q.lease.lease_id, {}, 4000);
+      assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
+        workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000,
+      });
+      await labelSetsCarryOn(store);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
     await db.drop();
   }
 });

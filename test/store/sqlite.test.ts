@@ -1,61 +1,171 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { QUERIES } from '../../src/store/sqlite/queries.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { parseDatabaseUrl } from '../../src/store/index.js';
-import { tempDir } from '../helpers/server.js';
+import { jobRow } from '../../src/store/rows.js';
+import type { NewJob } from '../../src/store/store.js';
 import { storeConformance } from './conformance.js';
+import { buildJobs, claimOne, complete, job, labelSetsCarryOn, start, wfRecord } from './fixtures.js';
 
-storeConformance('sqlite', async () => {
-  const dir = tempDir('weft-store-');
-  const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
-  return Object.assign(store, { dispose: async () => fs.rmSync(dir, { recursive: true, force: true }) });
-});
+const OPTS = { synchronous: 'NORMAL' } as const;
 
-test('sqlite: the claim and reaper queries are index seeks, never a scan of jobs or leases', async () => {
-  const dir = tempDir('weft-plan-');
-  const file = path.join(dir, 'weft.db');
-  const store = new SqliteStore(file);
-  await store.close();
+function tempFile(): { dir: string; file: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-store-'));
+  return { dir, file: path.join(dir, 'weft.db') };
+}
+
+storeConformance(
+  'sqlite',
+  async () => {
+    const { dir, file } = tempFile();
+    return {
+      store: new SqliteStore(file, OPTS),
+      another: async () => new SqliteStore(file, OPTS),
+      target: { kind: 'sqlite', file },
+      dispose: async () => fs.rmSync(dir, { recursive: true, force: true }),
+    };
+  },
+  { joinRaces: 200 },
+);
+
+// `:memory:` cannot be shared with a writer thread, so its writes run inline: the same behaviour,
+// through the other transaction path.
+storeConformance(
+  'sqlite :memory: (inline writes)',
+  async () => ({
+    store: new SqliteStore(':memory:'),
+    another: () => Promise.reject(new Error('an in-memory database has a single store')),
+    target: { kind: 'sqlite', file: ':memory:' },
+    dispose: async () => {},
+  }),
+  { joinRaces: 0, concurrency: false },
+);
+
+test('sqlite: the claim and reaper statements are ordered reads of their partial indexes', async () => {
+  const { dir, file } = tempFile();
+  await new SqliteStore(file).close();
   const db = new Database(file, { readonly: true });
   try {
     const plan = (sql: string, ...args: unknown[]) =>
       (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
-    const claim = plan(
-      `SELECT * FROM jobs WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ? ORDER BY ready_at_ms, row_id LIMIT 1`,
-      '',
-      0,
-    );
-    assert.match(claim, /USING INDEX jobs_claim/);
-    assert.doesNotMatch(claim, /SCAN jobs|TEMP B-TREE/);
-    const expiry = plan(`SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`, 0, 1);
-    assert.match(expiry, /USING INDEX leases_expiry/);
-    const timeouts = plan(
-      `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < ? ORDER BY deadline_ms LIMIT ?`,
-      0,
-      1,
-    );
-    assert.match(timeouts, /USING INDEX jobs_deadline/);
+    const claim = plan(QUERIES.claimCandidates, '', 0, 8);
+    assert.match(claim, /USING (COVERING )?INDEX jobs_claim/, claim);
+    assert.doesNotMatch(claim, /TEMP B-TREE|SCAN jobs\b(?! USING)/, claim);
+    const expiry = plan(QUERIES.expiredLeases, 0, 1);
+    assert.match(expiry, /USING (COVERING )?INDEX leases_expiry/, expiry);
+    assert.doesNotMatch(expiry, /TEMP B-TREE/, expiry);
+    const timeouts = plan(QUERIES.timedOutJobs, 0, 1);
+    assert.match(timeouts, /USING (COVERING )?INDEX jobs_deadline/, timeouts);
+    assert.doesNotMatch(timeouts, /TEMP B-TREE/, timeouts);
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('sqlite: WAL mode and versioned migrations applied once', async () => {
-  const dir = tempDir('weft-mig-');
-  const file = path.join(dir, 'weft.db');
+test('sqlite: WAL mode, and every migration applied once however often the file is opened', async () => {
+  const { dir, file } = tempFile();
   await new SqliteStore(file).close();
   await new SqliteStore(file).close();
   const db = new Database(file, { readonly: true });
   try {
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-    const rows = db.prepare('SELECT version FROM schema_migrations').all();
-    assert.deepEqual(rows, [{ version: 1 }]);
+    const rows = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as Array<{ version: number }>;
+    assert.deepEqual(rows.map((r) => r.version), SQLITE_MIGRATIONS.map((m) => m.version));
   } finally {
     db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('sqlite: everything survives closing and reopening the file; a lease granted before goes on', async () => {
+  const { dir, file } = tempFile();
+  try {
+    const first = new SqliteStore(file);
+    await start(first, 'w', 1000, { a: {}, b: { needs: ['a'] } });
+    const c = await claimOne(first, 1000, 'a', { ttl: 600 });
+    await first.pushLogs(c.lease.lease_id, [{ sequence: 0, data: 'before' }], 1100);
+    await first.close();
+
+    const again = new SqliteStore(file);
+    try {
+      assert.deepEqual(await again.read((r) => r.getLease(c.lease.lease_id)), c.lease);
+      const out = await complete(again, c.lease.lease_id, { k: 'v' }, 2000);
+      assert.deepEqual(out.enqueued, ['b']);
+      assert.deepEqual((await job(again, 'w', 'b')).upstream_outputs, { a: { k: 'v' } });
+      const logs = await again.read((r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 }));
+      assert.deepEqual(logs.map((l) => l.data), ['before']);
+    } finally {
+      await again.close();
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A job row as migration 1 stored it: no pending_needs column yet. */
+function v1JobRow(j: NewJob, runNumber: number) {
+  const { pending_needs: _dropped, ...row } = jobRow(j, runNumber) as Record<string, unknown>;
+  return row;
+}
+
+test('sqlite: a database made by migration 1 gets its counters from its rows and goes on correctly', async () => {
+  const { dir, file } = tempFile();
+  try {
+    const db = new Database(file);
+    db.exec(SQLITE_MIGRATIONS[0]!.sql);
+    db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
+    db.prepare('INSERT INTO schema_migrations VALUES (1, ?, 0)').run(SQLITE_MIGRATIONS[0]!.name);
+    for (const id of ['mid', 'bad']) {
+      const w = wfRecord(id, 1000, { latest_run: 1 });
+      db.prepare(`INSERT INTO workflows VALUES (@id, @name, @trigger, @definition, @source, @hash, @created_at_ms, @updated_at_ms, @latest_run)`)
+        .run({ ...w, definition: JSON.stringify(w.definition) });
+      db.prepare(`INSERT INTO runs VALUES (?, 1, 'running', 1000, NULL)`).run(id);
+    }
+    // mid: a succeeded, c runs, d waits for a and c. bad: f failed, g skipped below it, q still queued.
+    const mid = buildJobs('mid', 1000, { a: {}, c: {}, d: { needs: ['a', 'c'] } });
+    const bad = buildJobs('bad', 1000, { f: {}, g: { needs: ['f'] }, q: {} });
+    const patch: Record<string, Partial<NewJob>> = {
+      a: { status: 'success', outputs: { A: '1' }, finished_at_ms: 1500 },
+      c: { status: 'running', started_at_ms: 1500, worker_id: 'wk', lease_id: 'lease-c' },
+      f: { status: 'failed', error: 'x', finished_at_ms: 1500 },
+      g: { status: 'skipped', error: 'upstream job "f" failed', finished_at_ms: 1500 },
+    };
+    const cols = Object.keys(v1JobRow(mid[0]!, 1));
+    const insert = db.prepare(`INSERT INTO jobs (${cols.join(', ')}) VALUES (${cols.map((c) => `@${c}`).join(', ')})`);
+    for (const j of [...mid, ...bad]) insert.run(v1JobRow({ ...j, ...patch[j.job_id] }, 1));
+    const cRow = (db.prepare(`SELECT row_id FROM jobs WHERE job_id = 'c'`).get() as { row_id: number }).row_id;
+    db.prepare(`INSERT INTO leases VALUES ('lease-c', ?, 'mid', 1, 'c', 0, 'wk', 600, 1500, 1500, 601500, 'active')`).run(cRow);
+    db.prepare(`INSERT INTO label_sets VALUES ('', '[]')`).run();
+    db.close();
+
+    const store = new SqliteStore(file);
+    try {
+      assert.equal((await job(store, 'mid', 'd')).pending_needs, 1, 'counted from the needs not yet succeeded');
+      assert.equal((await job(store, 'bad', 'g')).pending_needs, 1, 'a skipped job still lacks its failed need');
+      const out = await complete(store, 'lease-c', { C: '2' }, 2000);
+      assert.deepEqual(out.enqueued, ['d']);
+      assert.deepEqual((await job(store, 'mid', 'd')).upstream_outputs, { a: { A: '1' }, c: { C: '2' } });
+      const q = await claimOne(store, 2000, 'q');
+      const d = await claimOne(store, 2000, 'd');
+      await complete(store, d.lease.lease_id, {}, 3000);
+      assert.equal((await store.read((r) => r.getRun('mid', 1)))?.status, 'success');
+      assert.equal((await store.read((r) => r.getRun('bad', 1)))?.status, 'running');
+      await complete(store, q.lease.lease_id, {}, 4000);
+      assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
+        workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000,
+      });
+      await labelSetsCarryOn(store);
+    } finally {
+      await store.close();
+    }
+  } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });

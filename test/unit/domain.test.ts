@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backoffToWire, retryDelayMs } from '../../src/domain/backoff.js';
-import { dependentsOf, newlyReady } from '../../src/domain/dag.js';
-import { deriveRunState } from '../../src/domain/run-state.js';
+import { dependentsOf } from '../../src/domain/dag.js';
+import { runStateFromCounts } from '../../src/domain/run-state.js';
+import { planFailure } from '../../src/domain/retry.js';
 import { isSubset, labelKey, normalizeLabels } from '../../src/domain/labels.js';
 import { isLeaseExpired, leaseExpiresAt } from '../../src/domain/lease.js';
 
@@ -33,33 +34,11 @@ test('backoff wire encoding is serde external tagging', () => {
   });
 });
 
-const node = (job_id: string, needs: string[], status: any = 'pending', outputs: any = null) => ({ job_id, needs, status, outputs });
-
-test('a job becomes ready only when every need succeeded, carrying their outputs', () => {
-  const nodes = [
-    node('a', [], 'success', { x: '1' }),
-    node('b', [], 'running'),
-    node('c', ['a', 'b']),
-    node('d', ['a']),
-  ];
-  assert.deepEqual(newlyReady(nodes, 'a'), [{ job_id: 'd', upstream_outputs: { a: { x: '1' } } }]);
-  nodes[1]!.status = 'success';
-  nodes[1]!.outputs = { y: '2' };
-  assert.deepEqual(newlyReady(nodes, 'b'), [{ job_id: 'c', upstream_outputs: { a: { x: '1' }, b: { y: '2' } } }]);
-});
+const node = (job_id: string, needs: string[]) => ({ job_id, needs });
 
 test('dependentsOf inverts needs, keeping every job', () => {
   const nodes = [node('a', []), node('b', ['a']), node('c', ['a', 'b'])];
   assert.deepEqual(Object.fromEntries(dependentsOf(nodes)), { a: ['b', 'c'], b: ['c'], c: [] });
-});
-
-test('run state derives from job states', () => {
-  assert.equal(deriveRunState(['success', 'queued']), 'running');
-  assert.equal(deriveRunState(['success', 'pending']), 'running');
-  assert.equal(deriveRunState(['success', 'success']), 'success');
-  assert.equal(deriveRunState(['success', 'failed', 'skipped']), 'failed');
-  assert.equal(deriveRunState(['cancelled', 'failed']), 'cancelled');
-  assert.equal(deriveRunState(['failed', 'running']), 'running');
 });
 
 test('labels: normalized key and subset rule', () => {
@@ -77,4 +56,36 @@ test('a lease expires strictly after renewal + ttl', () => {
   assert.equal(exp, 31000);
   assert.equal(isLeaseExpired(exp, 31000), false);
   assert.equal(isLeaseExpired(exp, 31001), true);
+});
+
+test('planFailure: retry within budget with the backoff of the next attempt; fail otherwise', () => {
+  const exp = { kind: 'exponential', base_secs: 2, max_secs: 10 } as const;
+  assert.deepEqual(planFailure({ attempt: 0, max_retries: 2, backoff: exp }, true, 1000), {
+    kind: 'retry',
+    attempt: 1,
+    delayed_until_ms: 1000 + 4000,
+    ready_at_ms: 5000,
+  });
+  assert.deepEqual(planFailure({ attempt: 1, max_retries: 2, backoff: exp }, true, 1000), {
+    kind: 'retry',
+    attempt: 2,
+    delayed_until_ms: 1000 + 8000,
+    ready_at_ms: 9000,
+  });
+  assert.deepEqual(planFailure({ attempt: 2, max_retries: 2, backoff: exp }, true, 1000), { kind: 'fail' });
+  assert.deepEqual(planFailure({ attempt: 0, max_retries: 5, backoff: exp }, false, 1000), { kind: 'fail' });
+  // No backoff: claimable at once, and delayed_until_ms stays 0 as the interface shows "no delay".
+  assert.deepEqual(planFailure({ attempt: 0, max_retries: 1, backoff: { kind: 'none' } }, true, 1000), {
+    kind: 'retry',
+    attempt: 1,
+    delayed_until_ms: 0,
+    ready_at_ms: 1000,
+  });
+});
+
+test('run state: running while any job can move; then cancelled over failed over success', () => {
+  assert.equal(runStateFromCounts({ unfinished: 1, failed: 3, cancelled: 1 }), 'running');
+  assert.equal(runStateFromCounts({ unfinished: 0, failed: 0, cancelled: 0 }), 'success');
+  assert.equal(runStateFromCounts({ unfinished: 0, failed: 2, cancelled: 0 }), 'failed');
+  assert.equal(runStateFromCounts({ unfinished: 0, failed: 2, cancelled: 1 }), 'cancelled');
 });

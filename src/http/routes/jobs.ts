@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
-import { idParam, labelsSchema, leaseTtlSchema, stringMap, workerIdSchema } from '../schemas.js';
+import { clientGone } from '../client-gone.js';
+import { idParam, labelsSchema, leaseTtlSchema, stringMap, waitSecsSchema, workerIdSchema } from '../schemas.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
 
@@ -15,16 +16,25 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
           type: 'object',
           additionalProperties: false,
           required: ['worker_id'],
-          properties: { worker_id: workerIdSchema, labels: labelsSchema, lease_ttl_secs: leaseTtlSchema },
+          properties: {
+            worker_id: workerIdSchema,
+            labels: labelsSchema,
+            lease_ttl_secs: leaseTtlSchema,
+            wait_secs: waitSecsSchema,
+          },
         },
       },
     },
     async (req, reply) => {
-      const result = await engine.claim({
-        worker_id: req.body.worker_id,
-        labels: req.body.labels ?? [],
-        lease_ttl_secs: req.body.lease_ttl_secs,
-      });
+      const { worker_id, labels = [], lease_ttl_secs, wait_secs = 0 } = req.body;
+      const gone = clientGone(reply);
+      const result = await engine.claim({ worker_id, labels, lease_ttl_secs }, { waitMs: wait_secs * 1000, signal: gone.signal });
+      gone.done();
+      // Granted while the client was leaving: nobody will run it, so it goes straight back.
+      if (gone.signal.aborted && result !== null) {
+        await engine.release([result]);
+        return reply;
+      }
       // The interface answers the JSON value null when nothing fits.
       return reply.type('application/json').send(result === null ? 'null' : JSON.stringify(result));
     },

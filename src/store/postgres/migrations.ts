@@ -8,6 +8,10 @@
  * - jobs_claim is partial on status = 'queued' and ordered like the claim, so a claim is one index
  *   seek per fitting label set however many jobs are queued, delayed, running or finished.
  * - leases_expiry, leases_worker and jobs_deadline are partial so the reaper only touches live rows.
+ * Migration 2 adds the counters that let an operation decide from one row instead of scanning a run:
+ * jobs.pending_needs (needs not yet `success`, whatever the job's own state), runs.unfinished_jobs / failed_jobs (failed + skipped) /
+ * cancelled_jobs, and label_sets.seq (the order label sets were added, for labelSetsSince). Existing
+ * rows get values computed from what they hold, so a database made by migration 1 carries on.
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -110,6 +114,38 @@ CREATE TABLE workers (
   registered_at_ms BIGINT NOT NULL,
   last_seen_ms     BIGINT NOT NULL
 );
+`,
+  },
+  {
+    version: 2,
+    name: 'pending needs, run counters, label set order',
+    sql: `
+ALTER TABLE jobs ADD COLUMN pending_needs INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs j SET pending_needs = json_array_length(j.needs::json) - (
+    SELECT count(*) FROM json_array_elements_text(j.needs::json) AS n(job_id)
+    JOIN jobs u ON u.workflow_id = j.workflow_id AND u.run_number = j.run_number AND u.job_id = n.job_id
+    WHERE u.status = 'success');
+
+ALTER TABLE runs
+  ADD COLUMN unfinished_jobs INTEGER NOT NULL DEFAULT 0,
+  ADD COLUMN failed_jobs     INTEGER NOT NULL DEFAULT 0,
+  ADD COLUMN cancelled_jobs  INTEGER NOT NULL DEFAULT 0;
+UPDATE runs r SET
+    unfinished_jobs = c.unfinished,
+    failed_jobs = c.failed,
+    cancelled_jobs = c.cancelled
+  FROM (
+    SELECT workflow_id, run_number,
+      count(*) FILTER (WHERE status IN ('pending', 'queued', 'running')) AS unfinished,
+      count(*) FILTER (WHERE status IN ('failed', 'skipped')) AS failed,
+      count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+    FROM jobs GROUP BY workflow_id, run_number
+  ) c
+  WHERE c.workflow_id = r.workflow_id AND c.run_number = r.run_number;
+
+-- Existing label sets are numbered in no particular order; every later one after them.
+ALTER TABLE label_sets ADD COLUMN seq BIGSERIAL;
+CREATE UNIQUE INDEX label_sets_seq ON label_sets(seq);
 `,
   },
 ];

@@ -1,9 +1,13 @@
+import type Database from 'better-sqlite3';
+
 /**
  * Versioned schema of the SQLite store. A migration is never edited once released: add a new one.
  * Index notes:
  * - jobs_claim is partial on status = 'queued' and ordered like the claim, so a claim is one index
  *   seek per fitting label set however many jobs are queued, delayed, running or finished.
  * - leases_expiry and jobs_deadline are partial so the reaper only ever touches live rows.
+ * - label_sets keeps its implicit rowid as the order of additions (labelSetsSince): rows are never
+ *   deleted and writers are serialized, so it grows in commit order.
  */
 export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -108,4 +112,51 @@ CREATE TABLE workers (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'counters: pending needs per job, unfinished/failed/cancelled jobs per run',
+    // Existing rows get the values the counters would have had, read from the jobs as they are.
+    sql: `
+ALTER TABLE jobs ADD COLUMN pending_needs INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET pending_needs = (
+  SELECT count(*) FROM json_each(jobs.needs) k
+  LEFT JOIN jobs n ON n.workflow_id = jobs.workflow_id AND n.run_number = jobs.run_number AND n.job_id = k.value
+  WHERE n.status IS NOT 'success')
+WHERE needs <> '[]';
+
+ALTER TABLE runs ADD COLUMN unfinished_jobs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN failed_jobs INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cancelled_jobs INTEGER NOT NULL DEFAULT 0;
+UPDATE runs SET
+  unfinished_jobs = (SELECT count(*) FROM jobs j WHERE j.workflow_id = runs.workflow_id AND j.run_number = runs.run_number
+    AND j.status IN ('pending', 'queued', 'running')),
+  failed_jobs = (SELECT count(*) FROM jobs j WHERE j.workflow_id = runs.workflow_id AND j.run_number = runs.run_number
+    AND j.status IN ('failed', 'skipped')),
+  cancelled_jobs = (SELECT count(*) FROM jobs j WHERE j.workflow_id = runs.workflow_id AND j.run_number = runs.run_number
+    AND j.status = 'cancelled');
+`,
+  },
 ];
+
+/** Applies the migrations this file has not yet recorded, each in its own transaction. */
+export function migrate(db: Database.Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)`);
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version),
+  );
+  for (const m of SQLITE_MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    // IMMEDIATE so two processes starting on a fresh file do not both apply the same migration.
+    db.transaction(() => {
+      const again = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
+      if (again) return;
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (?, ?, ?)').run(
+        m.version,
+        m.name,
+        Date.now(),
+      );
+    }).immediate();
+  }
+}

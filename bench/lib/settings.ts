@@ -1,0 +1,72 @@
+/** What one `npm run bench` measures, from the environment (see bench/README.md). */
+import { envInt } from './util.js';
+
+export type StoreKind = 'sqlite' | 'postgres';
+export type Section = 'ceiling' | 'spec' | 'batch' | 'dag' | 'backlog';
+const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'dag', 'backlog'];
+
+export interface Settings {
+  quick: boolean;
+  /** Jobs per throughput repetition. */
+  jobs: number;
+  repetitions: number;
+  loadgenProcesses: number;
+  loopsPerProcess: number;
+  leaseTtlSecs: number;
+  batchMaxJobs: number;
+  /** Extra jobs per throughput repetition, claimed and completed before the measured N (not timed). */
+  warmupJobs: number;
+  /**
+   * Time budget of one measurement: a repetition ends when its N jobs are drained or when this much
+   * time has passed, whichever comes first (jobs/s is then over the jobs done). Keeps the whole run
+   * bounded on a slow or busy machine.
+   */
+  repSecs: number;
+  dag: { chainLength: number; fanWidth: number; longPollSecs: number; pollPauseMs: number; deadlineSecs: number };
+  backlog: { sizes: number[]; labelSets: number; claimsPerLoop: { small: number; large: number } };
+  stores: StoreKind[];
+  sections: Section[];
+  build: boolean;
+}
+
+function list(name: string): string[] | null {
+  const raw = process.env[name]?.trim();
+  return raw ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null;
+}
+
+export function loadSettings(): Settings {
+  const quick = process.env.BENCH_QUICK === '1';
+  const stores = (list('BENCH_STORES') ?? ['sqlite', 'postgres']) as StoreKind[];
+  for (const s of stores) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`BENCH_STORES: unknown store "${s}"`);
+  const sections = (list('BENCH_ONLY') ?? SECTIONS) as Section[];
+  for (const s of sections) if (!SECTIONS.includes(s)) throw new Error(`BENCH_ONLY: unknown section "${s}" (${SECTIONS.join(', ')})`);
+  const sizes = (list('BENCH_BACKLOG_SIZES') ?? (quick ? ['1000'] : ['1000', '1000000'])).map((s) => {
+    const n = Number(s.replace(/_/g, ''));
+    if (!Number.isInteger(n) || n < 100) throw new Error(`BENCH_BACKLOG_SIZES: "${s}" is not an integer >= 100`);
+    return n;
+  });
+  return {
+    quick,
+    jobs: envInt('BENCH_JOBS', quick ? 2000 : 20_000),
+    repetitions: Math.max(1, envInt('BENCH_REPS', quick ? 1 : 3)),
+    loadgenProcesses: 2,
+    loopsPerProcess: 8,
+    leaseTtlSecs: 60,
+    batchMaxJobs: Math.max(1, envInt('BENCH_BATCH_MAX_JOBS', 10)),
+    warmupJobs: envInt('BENCH_WARMUP_JOBS', quick ? 400 : 1000),
+    repSecs: Math.max(1, envInt('BENCH_REP_SECS', quick ? 15 : 60)),
+    dag: { chainLength: quick ? 100 : 200, fanWidth: 50, longPollSecs: 30, pollPauseMs: 2, deadlineSecs: 90 },
+    // 1k: every loop's two fitting label sets hold 40 jobs, so 30 claims per loop never run dry.
+    backlog: { sizes, labelSets: 50, claimsPerLoop: { small: 30, large: 150 } },
+    stores,
+    sections,
+    build: process.env.BENCH_NO_BUILD !== '1',
+  };
+}
+
+export function claimsPerLoop(s: Settings, size: number): number {
+  // A loop fits 2 of the 50 label sets, so it can see 2 * size / 50 jobs; stay at 3/4 of that so
+  // that no loop runs dry.
+  const visible = Math.floor((2 * size * 3) / (50 * 4));
+  return size >= 100_000 ? s.backlog.claimsPerLoop.large : Math.max(1, Math.min(s.backlog.claimsPerLoop.small, visible));
+}

@@ -1,0 +1,147 @@
+/**
+ * Jobs per second through claim -> complete: the ceiling server, the spec path (one claim and one
+ * complete per job) and the batched path (report-batch completing what a loop holds and claiming more
+ * in the same request). Each repetition gets a fresh server and store, seeded before the load
+ * generators start, so a repetition measures draining a queue of root jobs and nothing else.
+ */
+import { api, seedRootJobs } from '../lib/api.js';
+import { freshWeft, type FreshServer } from '../lib/fresh.js';
+import { Loadgens, readMemory, startCeiling, type ServerHandle } from '../lib/procs.js';
+import type { LoadgenConfig, LoadgenResult, LoopMode } from '../lib/protocol.js';
+import type { Settings, StoreKind } from '../lib/settings.js';
+import { round, summarize, type LatencySummary } from '../lib/util.js';
+
+export type Target = 'ceiling' | StoreKind;
+
+export interface ThroughputRep {
+  jobs_per_sec: number | null;
+  completed: number;
+  /** Jobs the measured part could drain: those seeded minus those the warm-up took. */
+  expected: number;
+  warmup_completed: number;
+  warmup_errors: number;
+  span_ms: number | null;
+  /** spec: claim round trips; batch: report-batch/claim-batch round trips. */
+  latency: LatencySummary;
+  requests: number;
+  null_claims: number;
+  errors: number;
+  error_samples: string[];
+  timed_out: boolean;
+  seed_ms: number | null;
+  server_peak_rss_bytes: number | null;
+  /** The server's last output lines, kept when requests failed (a crash or a signal shows there). */
+  server_log_tail?: string[];
+  /** batch: how full the batches were. */
+  claims_per_request?: { requests: number; mean: number | null; max: number };
+}
+
+export type RepOutcome = { kind: 'ok'; rep: ThroughputRep } | { kind: 'unsupported'; note: string };
+
+/**
+ * Both batch endpoints must exist; a 404 from either means this server predates them. Any other
+ * answer counts as "exists": a server that rejects these minimal probe bodies (say, an empty
+ * `reports`) should still be measured, and a real incompatibility then shows as request errors.
+ */
+async function probeBatch(origin: string, s: Settings): Promise<string | null> {
+  const claim = { worker_id: 'bench-probe', labels: [], lease_ttl_secs: s.leaseTtlSecs, max_jobs: 1, wait_secs: 0 };
+  const probes = [
+    { path: '/api/jobs/claim-batch', body: claim },
+    { path: '/api/jobs/report-batch', body: { reports: [], claim } },
+  ];
+  for (const p of probes) {
+    // Nothing is queued yet, so a server that has the endpoint hands out nothing here.
+    const a = await api(origin, 'POST', p.path, p.body);
+    if (a.status === 404) return `POST ${p.path} answered 404`;
+  }
+  return null;
+}
+
+export function logTail(server: ServerHandle, lines = 15): string[] {
+  return server.tail().split('\n').slice(-lines);
+}
+
+export function loadgenConfigs(
+  s: Settings,
+  origin: string,
+  mode: LoopMode,
+  extra: Partial<LoadgenConfig> = {},
+  labelsFor: (proc: number) => string[][] = () => [[]],
+): LoadgenConfig[] {
+  return Array.from({ length: s.loadgenProcesses }, (_, p) => ({
+    origin,
+    mode,
+    loops: s.loopsPerProcess,
+    workerPrefix: `lg${p}`,
+    labels: labelsFor(p),
+    leaseTtlSecs: s.leaseTtlSecs,
+    batchMaxJobs: s.batchMaxJobs,
+    ...extra,
+  }));
+}
+
+/** Folds the children's results into one measurement: the span runs from the first claim sent by any loop to the last completion answered. */
+export function combine(results: LoadgenResult[], seeded: number): Omit<ThroughputRep, 'seed_ms' | 'server_peak_rss_bytes'> {
+  const first = Math.min(...results.map((r) => r.firstClaimAt ?? Infinity));
+  const last = Math.max(...results.map((r) => r.lastCompleteAt ?? -Infinity));
+  const completed = results.reduce((a, r) => a + r.completed, 0);
+  const span = Number.isFinite(first) && Number.isFinite(last) && last > first ? last - first : null;
+  const perRequest = results.flatMap((r) => r.claimsPerRequest ?? []);
+  const warmup = results.reduce((a, r) => a + (r.warmupCompleted ?? 0), 0);
+  const expected = seeded - warmup;
+  return {
+    jobs_per_sec: span === null ? null : round((completed * 1000) / span, 1),
+    completed,
+    expected,
+    warmup_completed: warmup,
+    warmup_errors: results.reduce((a, r) => a + (r.warmupErrors ?? 0), 0),
+    span_ms: round(span),
+    latency: summarize(results.flatMap((r) => r.latencies)),
+    requests: results.reduce((a, r) => a + r.requests, 0),
+    null_claims: results.reduce((a, r) => a + r.nullClaims, 0),
+    errors: results.reduce((a, r) => a + r.errors, 0),
+    error_samples: results.flatMap((r) => r.errorSamples).slice(0, 10),
+    timed_out: results.some((r) => r.timedOut),
+    ...(perRequest.length
+      ? {
+          claims_per_request: {
+            requests: perRequest.length,
+            mean: round(perRequest.reduce((a, b) => a + b, 0) / perRequest.length, 2),
+            max: Math.max(...perRequest),
+          },
+        }
+      : {}),
+  };
+}
+
+/** One repetition of the throughput measurement against `target`. */
+export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch'): Promise<RepOutcome> {
+  let fresh: FreshServer | null = null;
+  let loadgens: Loadgens | null = null;
+  try {
+    let seedMs: number | null = null;
+    const warmupPerLoop = Math.ceil(s.warmupJobs / (s.loadgenProcesses * s.loopsPerProcess));
+    const seeded = s.jobs + warmupPerLoop * s.loadgenProcesses * s.loopsPerProcess;
+    if (target === 'ceiling') {
+      const server = await startCeiling(seeded);
+      fresh = { server, close: () => server.stop() };
+    } else {
+      fresh = await freshWeft(target);
+      if (mode === 'batch') {
+        const missing = await probeBatch(fresh.server.origin, s);
+        if (missing) return { kind: 'unsupported', note: missing };
+      }
+      seedMs = (await seedRootJobs(fresh.server.origin, seeded)).ms;
+    }
+    const { origin, pid } = fresh.server;
+    loadgens = await Loadgens.start(loadgenConfigs(s, origin, mode, { warmupClaimsPerLoop: warmupPerLoop }));
+    const results = await loadgens.go(s.repSecs * 1000);
+    const peak = readMemory(pid).hwm_bytes;
+    const rep: ThroughputRep = { ...combine(results, seeded), seed_ms: seedMs, server_peak_rss_bytes: target === 'ceiling' ? null : peak };
+    if (rep.errors + rep.warmup_errors > 0) rep.server_log_tail = logTail(fresh.server);
+    return { kind: 'ok', rep };
+  } finally {
+    await loadgens?.close();
+    await fresh?.close();
+  }
+}

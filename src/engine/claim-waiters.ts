@@ -1,0 +1,147 @@
+import type { ClaimResult } from '../protocol/types.js';
+
+export interface ClaimAsk {
+  worker_id: string;
+  /** Normalized: waiters with the same labels queue together. */
+  labels: string[];
+  lease_ttl_secs?: number;
+  max: number;
+}
+
+interface Waiter {
+  ask: ClaimAsk;
+  signal?: AbortSignal;
+  resolve: (claims: ClaimResult[]) => void;
+  timer: NodeJS.Timeout;
+  onAbort?: () => void;
+}
+
+/**
+ * Long-poll claims (docs/api.md "POST /api/jobs/claim"). A claim that finds nothing waits here until
+ * something may have become claimable: a job was queued (a run started, a completion unblocked a job,
+ * a lease was reaped), a retry's backoff ended, or, as a safety net for changes made by another
+ * process, a periodic look. Waiters with the same labels form one FIFO queue, and a wake-up tries only
+ * the head of each queue until a claim comes back empty, so a thousand idle waiters cost one claim
+ * per distinct label set per wake-up, not one each.
+ */
+export class ClaimWaiters {
+  private readonly queues = new Map<string, Waiter[]>();
+  private cycle: Promise<void> | null = null;
+  private again = false;
+  private readonly delayTimers = new Map<number, NodeJS.Timeout>();
+  private sweep: NodeJS.Timeout | null = null;
+
+  constructor(
+    /** One claim attempt; [] when nothing fits. */
+    private readonly tryClaim: (ask: ClaimAsk) => Promise<ClaimResult[]>,
+    private readonly sweepEveryMs = 1000,
+  ) {}
+
+  get size(): number {
+    let n = 0;
+    for (const q of this.queues.values()) n += q.length;
+    return n;
+  }
+
+  /** Waits until claims are granted (resolves with them) or the wait ends (resolves with []). */
+  wait(ask: ClaimAsk, waitMs: number, signal?: AbortSignal): Promise<ClaimResult[]> {
+    if (signal?.aborted) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const key = JSON.stringify(ask.labels);
+      const w: Waiter = { ask, signal, resolve, timer: setTimeout(() => this.drop(key, w, []), waitMs) };
+      if (signal) {
+        w.onAbort = () => this.drop(key, w, []);
+        signal.addEventListener('abort', w.onAbort, { once: true });
+      }
+      const q = this.queues.get(key);
+      if (q) q.push(w);
+      else this.queues.set(key, [w]);
+      this.armSweep();
+      // Something may have been queued between the caller's empty claim and now.
+      this.wake();
+    });
+  }
+
+  /** Something may have become claimable: give every queue's head a try (coalesced). */
+  wake(): void {
+    if (this.size === 0) return;
+    if (this.cycle) {
+      this.again = true;
+      return;
+    }
+    this.cycle = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.serveAll();
+        } while (this.again);
+      } finally {
+        this.cycle = null;
+      }
+    })();
+  }
+
+  /** A job becomes claimable at `atMs` (a retry's backoff ends): wake then. */
+  wakeAt(atMs: number, nowMs: number): void {
+    if (this.delayTimers.has(atMs)) return;
+    const t = setTimeout(() => {
+      this.delayTimers.delete(atMs);
+      this.wake();
+    }, Math.max(0, atMs - nowMs) + 1);
+    t.unref();
+    this.delayTimers.set(atMs, t);
+  }
+
+  /** Ends every wait with [] (graceful shutdown). */
+  close(): void {
+    for (const [key, q] of this.queues) for (const w of [...q]) this.drop(key, w, []);
+    for (const t of this.delayTimers.values()) clearTimeout(t);
+    this.delayTimers.clear();
+    if (this.sweep) clearInterval(this.sweep);
+    this.sweep = null;
+  }
+
+  private async serveAll(): Promise<void> {
+    for (const [key, q] of [...this.queues]) {
+      while (q.length > 0) {
+        const head = q[0]!;
+        if (head.signal?.aborted) {
+          this.drop(key, head, []);
+          continue;
+        }
+        let claims: ClaimResult[];
+        try {
+          claims = await this.tryClaim(head.ask);
+        } catch {
+          // A failing store must not strand the waiter; its own deadline or the next wake retries.
+          break;
+        }
+        if (claims.length === 0) break;
+        // Leased to this waiter: it is answered even if it just disconnected; the caller hands the
+        // leases back in that case (see the claim route).
+        this.drop(key, head, claims);
+      }
+    }
+  }
+
+  private drop(key: string, w: Waiter, claims: ClaimResult[]): void {
+    const q = this.queues.get(key);
+    const i = q ? q.indexOf(w) : -1;
+    if (i < 0) return;
+    q!.splice(i, 1);
+    if (q!.length === 0) this.queues.delete(key);
+    clearTimeout(w.timer);
+    if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+    if (this.size === 0 && this.sweep) {
+      clearInterval(this.sweep);
+      this.sweep = null;
+    }
+    w.resolve(claims);
+  }
+
+  private armSweep(): void {
+    if (this.sweep) return;
+    this.sweep = setInterval(() => this.wake(), this.sweepEveryMs);
+    this.sweep.unref();
+  }
+}

@@ -1,0 +1,48 @@
+import { dependentsOf } from '../domain/dag.js';
+import { labelKey, normalizeLabels } from '../domain/labels.js';
+import type { WorkflowDefinition } from '../domain/types.js';
+import type { LabelSet, NewJob } from '../store/store.js';
+
+/**
+ * The rows a new run of `def` starts with: roots queued at once, every other job pending with one
+ * pending need per entry of `needs` (README "How a run works").
+ */
+export function planRun(def: WorkflowDefinition, nowMs: number): { jobs: NewJob[]; labelSets: LabelSet[] } {
+  const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
+  const labelSets = new Map<string, LabelSet>();
+  const jobs = def.jobs.map((spec): NewJob => {
+    const labels = normalizeLabels(spec.labels);
+    const key = labelKey(labels);
+    if (!labelSets.has(key)) labelSets.set(key, { key, labels });
+    const root = spec.needs.length === 0;
+    return {
+      workflow_id: def.id,
+      job_id: spec.id,
+      name: spec.name,
+      command: spec.command,
+      env: { ...def.env, ...spec.env },
+      labels,
+      label_key: key,
+      needs: spec.needs,
+      dependents: dependents.get(spec.id) ?? [],
+      pending_needs: spec.needs.length,
+      max_retries: spec.max_retries,
+      backoff: spec.backoff,
+      timeout_secs: spec.timeout_secs,
+      status: root ? 'queued' : 'pending',
+      attempt: 0,
+      enqueued_at_ms: root ? nowMs : 0,
+      delayed_until_ms: 0,
+      ready_at_ms: root ? nowMs : 0,
+      started_at_ms: null,
+      finished_at_ms: null,
+      deadline_ms: null,
+      error: null,
+      outputs: null,
+      upstream_outputs: {},
+      worker_id: null,
+      lease_id: null,
+    };
+  });
+  return { jobs, labelSets: [...labelSets.values()] };
+}

@@ -1,0 +1,138 @@
+import type { FastifyInstance } from 'fastify';
+import type { Engine } from '../../engine/engine.js';
+import { WeftError, type ErrorBody } from '../../protocol/errors.js';
+import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
+import { clientGone } from '../client-gone.js';
+import { labelsSchema, leaseTtlSchema, stringMap, waitSecsSchema, workerIdSchema } from '../schemas.js';
+
+/** How many jobs, reports or leases one batch may carry. */
+export const MAX_BATCH = 1000;
+
+const claimSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['worker_id'],
+  properties: {
+    worker_id: workerIdSchema,
+    labels: labelsSchema,
+    lease_ttl_secs: leaseTtlSchema,
+    max_jobs: { type: 'integer', minimum: 1, maximum: MAX_BATCH },
+    wait_secs: waitSecsSchema,
+  },
+} as const;
+
+const leaseId = { type: 'string', minLength: 1, maxLength: 256 } as const;
+
+/**
+ * The batched worker paths (docs/api.md "Batches"): additive to the interface's one-job calls, for
+ * workers that run many jobs at once. Each element succeeds or fails on its own, answered with the
+ * status and error body its one-job call would have had.
+ */
+export function batchRoutes(app: FastifyInstance, engine: Engine): void {
+  app.post<{ Body: BatchClaimRequest }>('/api/jobs/claim-batch', { schema: { body: claimSchema } }, async (req, reply) => {
+    return { claims: await claimFor(engine, req.body, reply) };
+  });
+
+  app.post<{ Body: ReportBatchRequest }>(
+    '/api/jobs/report-batch',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['reports'],
+          properties: {
+            reports: {
+              type: 'array',
+              maxItems: MAX_BATCH,
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['lease_id', 'outcome'],
+                properties: {
+                  lease_id: leaseId,
+                  outcome: { type: 'string', enum: ['complete', 'fail'] },
+                  outputs: stringMap,
+                  error: { type: 'string' },
+                  retryable: { type: 'boolean' },
+                },
+              },
+            },
+            claim: claimSchema,
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      req.body.reports.forEach((r, i) => {
+        if (r.outcome === 'fail' && r.error === undefined) {
+          throw new WeftError('invalid_request', `body.reports[${i}] is a fail report without "error"`);
+        }
+        if (r.outcome === 'complete' && (r.error !== undefined || r.retryable !== undefined)) {
+          throw new WeftError('invalid_request', `body.reports[${i}] is a complete report: "error" and "retryable" belong to fail reports`);
+        }
+      });
+      // Concurrently, so that the store can commit them together; each still settles on its own.
+      const results = await Promise.all(
+        req.body.reports.map(async (r): Promise<ReportResult> => {
+          try {
+            const value =
+              r.outcome === 'complete'
+                ? await engine.complete(r.lease_id, r.outputs ?? {})
+                : await engine.fail(r.lease_id, r.error!, r.retryable ?? false);
+            return { lease_id: r.lease_id, status: 200, result: { ok: true, ...value } };
+          } catch (err) {
+            return { lease_id: r.lease_id, ...refusal(err) };
+          }
+        }),
+      );
+      const claims = req.body.claim ? await claimFor(engine, req.body.claim, reply) : [];
+      return { results, claims };
+    },
+  );
+
+  app.post<{ Body: HeartbeatBatchRequest }>(
+    '/api/jobs/heartbeat-batch',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['lease_ids'],
+          properties: { lease_ids: { type: 'array', maxItems: MAX_BATCH, items: leaseId } },
+        },
+      },
+    },
+    async (req) => {
+      const results = await Promise.all(
+        req.body.lease_ids.map(async (id): Promise<HeartbeatResult> => {
+          try {
+            return { lease_id: id, status: 200, lease: await engine.heartbeat(id) };
+          } catch (err) {
+            return { lease_id: id, ...refusal(err) };
+          }
+        }),
+      );
+      return { results };
+    },
+  );
+}
+
+async function claimFor(engine: Engine, c: BatchClaimRequest, reply: import('fastify').FastifyReply) {
+  const gone = clientGone(reply);
+  const claims = await engine.claimMany(
+    { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs },
+    c.max_jobs ?? 1,
+    { waitMs: (c.wait_secs ?? 0) * 1000, signal: gone.signal },
+  );
+  gone.done();
+  // Granted while the client was leaving: nobody will run them, so they go straight back.
+  if (gone.signal.aborted && claims.length > 0) await engine.release(claims);
+  return claims;
+}
+
+/** A refused element answers what its one-job call would have: its status and error body. */
+function refusal(err: unknown): { status: number; error: ErrorBody } {
+  if (err instanceof WeftError) return { status: err.status, error: err.toBody() };
+  throw err;
+}

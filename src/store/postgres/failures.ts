@@ -1,0 +1,137 @@
+import { isLeaseExpired } from '../../domain/lease.js';
+import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
+import { runStateFromCounts } from '../../domain/run-state.js';
+import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
+import { toJob, toLease, type Row } from '../rows.js';
+import { QUERIES } from './queries.js';
+import type { Exec } from './tx.js';
+
+export const change = (j: { workflow_id: string; run_number: number; job_id: string }): JobChange => ({
+  workflow_id: j.workflow_id,
+  run_number: j.run_number,
+  job_id: j.job_id,
+});
+
+export interface LockedLease {
+  lease: LeaseRecord;
+  /**
+   * The lease's job as of the locking statement's snapshot. While the lease is active this is also the
+   * job's current state: a running job only changes together with its active lease (complete, fail,
+   * expiry, timeout and cancel all settle the lease in the same transaction), and we hold that lease.
+   */
+  job: JobRecord;
+}
+
+/** Reads the row of a LEASE_WITH_JOB statement (lease and job as JSON). */
+export function lockedLease(row: Row | undefined): LockedLease | null {
+  return row ? { lease: toLease(row.lease as Row), job: toJob(row.job as Row) } : null;
+}
+
+/** A run's counters as an UPDATE … RETURNING answers them. */
+export interface RunCounters {
+  unfinished_jobs: number;
+  failed_jobs: number;
+  cancelled_jobs: number;
+}
+
+/** Records the end of the run once its unfinished count has reached zero (only one transaction sees it). */
+export async function settleIfOver(q: Exec, workflowId: string, runNumber: number, counts: RunCounters | null, nowMs: number) {
+  if (!counts || counts.unfinished_jobs > 0) return;
+  const state = runStateFromCounts({
+    unfinished: counts.unfinished_jobs,
+    failed: counts.failed_jobs,
+    cancelled: counts.cancelled_jobs,
+  });
+  await q(QUERIES.settleRun, [workflowId, runNumber, state, nowMs]);
+}
+
+/**
+ * Applies a failure to the job running under `lease` (both already locked by the caller, lease first)
+ * by the domain's retry plan, settling the lease in `leaseState`.
+ */
+export async function applyFailure(
+  q: Exec,
+  { lease, job }: LockedLease,
+  leaseState: LeaseState,
+  error: string,
+  retryable: boolean,
+  nowMs: number,
+): Promise<{ job: JobRecord; changes: JobChange[] }> {
+  const plan = planFailure(job, retryable, nowMs);
+  if (plan.kind === 'retry') {
+    const [row] = await q(QUERIES.requeueJob, [
+      lease.lease_id, leaseState, job.row_id, plan.attempt, nowMs, plan.delayed_until_ms, plan.ready_at_ms, error,
+    ]);
+    return { job: toJob(row!), changes: [change(job)] };
+  }
+  const [row] = await q(QUERIES.failJob, [
+    lease.lease_id, leaseState, job.row_id, error, nowMs, job.dependents,
+    job.workflow_id, job.run_number, `upstream job "${job.job_id}" failed`,
+  ]);
+  const skipped = row!.skipped as string[];
+  await settleIfOver(q, job.workflow_id, job.run_number, row!.counts as RunCounters | null, nowMs);
+  return {
+    job: toJob(row!.job as Row),
+    changes: [change(job), ...skipped.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id }))],
+  };
+}
+
+/** Settles an active lease that ran out: expired, and its job's attempt a retryable failure. */
+export async function expire(q: Exec, locked: LockedLease, nowMs: number): Promise<{ lease: LeaseRecord; changes: JobChange[] }> {
+  const { lease, job } = locked;
+  const expired: LeaseRecord = { ...lease, state: 'expired' };
+  if (job.status === 'running' && job.lease_id === lease.lease_id) {
+    const r = await applyFailure(q, locked, 'expired', LEASE_EXPIRED_ERROR, true, nowMs);
+    return { lease: expired, changes: r.changes };
+  }
+  await q(QUERIES.setLeaseState, [lease.lease_id, 'expired']);
+  return { lease: expired, changes: [] };
+}
+
+/** Settles an active lease whose job outlived timeout_secs: timed out, a retryable failure. */
+export async function timeOut(q: Exec, locked: LockedLease, nowMs: number) {
+  const r = await applyFailure(q, locked, 'timed_out', timedOutError(locked.job.timeout_secs), true, nowMs);
+  return { lease: { ...locked.lease, state: 'timed_out' as const }, job: r.job, changes: r.changes };
+}
+
+export type Verdict =
+  | { kind: 'refused'; outcome: LeaseRefusal }
+  | { kind: 'cancelled'; lease: LeaseRecord }
+  | { kind: 'live'; locked: LockedLease };
+
+/**
+ * Locks the lease and decides what a lease call may do with it. Running out (expiry, then timeout) is
+ * applied right here, so the caller's refusal already reflects the job back in the queue.
+ */
+export async function judgeLease(q: Exec, leaseId: string, nowMs: number): Promise<Verdict> {
+  const locked = lockedLease((await q(QUERIES.lockLease, [leaseId]))[0]);
+  if (!locked) return { kind: 'refused', outcome: { kind: 'not_found' } };
+  const { lease, job } = locked;
+  switch (lease.state) {
+    case 'cancelled':
+      return { kind: 'cancelled', lease };
+    case 'completed':
+    case 'failed':
+    case 'expired':
+    case 'timed_out':
+    case 'released':
+      return { kind: 'refused', outcome: { kind: 'settled', state: lease.state } };
+    case 'active':
+      break;
+  }
+  if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
+    const r = await expire(q, locked, nowMs);
+    return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, changes: r.changes } };
+  }
+  if (job.deadline_ms !== null && nowMs > job.deadline_ms) {
+    const r = await timeOut(q, locked, nowMs);
+    return { kind: 'refused', outcome: { kind: 'timed_out', lease: r.lease, job: r.job, changes: r.changes } };
+  }
+  return { kind: 'live', locked };
+}
+
+/** The job of a cancelled lease, read afresh: the lease lock's snapshot may predate the cancel. */
+export async function currentJob(q: Exec, rowId: number): Promise<JobRecord> {
+  const [row] = await q(QUERIES.getJobByRowId, [rowId]);
+  return toJob(row!);
+}

@@ -1,0 +1,159 @@
+import { storableText } from '../../domain/text.js';
+import type { Outputs } from '../../domain/types.js';
+import type {
+  CompleteOutcome,
+  FailOutcome,
+  HeartbeatOutcome,
+  IncomingChunk,
+  JobChange,
+  LeaseRecord,
+  PushLogsOutcome,
+} from '../store.js';
+import { toJob, toLease, type Row } from '../rows.js';
+import { applyFailure, change, currentJob, expire, judgeLease, lockedLease, settleIfOver, timeOut, type RunCounters } from './failures.js';
+import { QUERIES } from './queries.js';
+import { statement, transaction, type Sql } from './tx.js';
+
+/**
+ * The worker protocol's lease calls and the reaper. Each first tries the guarded statement that does
+ * the common case in one go; only when its guard fails does it lock the lease and look closer
+ * (judgeLease), so a live lease costs no extra round trip.
+ */
+
+/** The worker is recorded as seen by a statement sent with COMMIT (see TxOptions.after). */
+const touch = (leaseId: string, nowMs: number) => ({ text: QUERIES.touchLeaseWorker, params: [leaseId, nowMs] });
+
+export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
+  const [row] = await statement(sql, QUERIES.renewLease, [leaseId, nowMs]);
+  if (row) return { kind: 'renewed', lease: toLease(row) };
+  return transaction(sql, async (q) => {
+    const v = await judgeLease(q, leaseId, nowMs);
+    if (v.kind === 'refused') return v.outcome;
+    if (v.kind === 'cancelled') return { kind: 'cancelled', lease: v.lease };
+    // Live after all (the guard and the lock disagree only under racing calls): renew under the lock.
+    const [again] = await q(QUERIES.renewLease, [leaseId, nowMs]);
+    return { kind: 'renewed', lease: toLease(required(again, 'renewLease', leaseId)) };
+  });
+}
+
+export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome> {
+  const encoded = JSON.stringify(outputs);
+  return transaction(
+    sql,
+    async (q): Promise<CompleteOutcome> => {
+      let [row] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
+      if (!row) {
+        const v = await judgeLease(q, leaseId, nowMs);
+        if (v.kind === 'refused') return v.outcome;
+        if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
+        [row] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
+        row = required(row, 'completeJob', leaseId);
+      }
+      const job = toJob(row);
+      const queued = row.enqueued as Array<{ row_id: number; job_id: string }>;
+      if (queued.length > 0) await q(QUERIES.fillUpstreamOutputs, [queued.map((d) => d.row_id)]);
+      await settleIfOver(q, job.workflow_id, job.run_number, row.counts as RunCounters | null, nowMs);
+      const queuedIds = new Set(queued.map((d) => d.job_id));
+      const enqueued = job.dependents.filter((id) => queuedIds.has(id));
+      const changes: JobChange[] = [
+        change(job),
+        ...enqueued.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id })),
+      ];
+      return { kind: 'completed', job, enqueued, changes };
+    },
+    { after: touch(leaseId, nowMs) },
+  );
+}
+
+export async function fail(sql: Sql, leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome> {
+  return transaction(
+    sql,
+    async (q): Promise<FailOutcome> => {
+      const v = await judgeLease(q, leaseId, nowMs);
+      if (v.kind === 'refused') return v.outcome;
+      if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
+      const r = await applyFailure(q, v.locked, 'failed', storableText(error), retryable, nowMs);
+      return { kind: 'failed', job: r.job, changes: r.changes };
+    },
+    { after: touch(leaseId, nowMs) },
+  );
+}
+
+export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
+  const encoded = chunks.map((c) => ({
+    workflow_id: c.workflow_id ?? null,
+    job_id: c.job_id ?? null,
+    sequence: c.sequence,
+    stream: c.stream ?? 'stdout',
+    data: storableText(c.data),
+    timestamp_ms: c.timestamp_ms ?? nowMs,
+  }));
+  const [row] = await statement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded]);
+  if (row) return { kind: 'stored', lease: toLease(row), accepted: chunks.length };
+  return transaction(sql, async (q): Promise<PushLogsOutcome> => {
+    const v = await judgeLease(q, leaseId, nowMs);
+    if (v.kind === 'refused') return v.outcome;
+    const lease = v.kind === 'cancelled' ? v.lease : v.locked.lease;
+    const mismatch = findMismatch(chunks, lease);
+    if (mismatch) return { kind: 'mismatch', lease, ...mismatch };
+    const [again] = await q(QUERIES.pushLogs, [leaseId, nowMs, encoded]);
+    return { kind: 'stored', lease: toLease(required(again, 'pushLogs', leaseId)), accepted: chunks.length };
+  });
+}
+
+function findMismatch(chunks: readonly IncomingChunk[], lease: LeaseRecord) {
+  for (const [index, c] of chunks.entries()) {
+    if (c.workflow_id !== undefined && c.workflow_id !== lease.workflow_id) {
+      return { index, field: 'workflow_id' as const, value: c.workflow_id };
+    }
+    if (c.job_id !== undefined && c.job_id !== lease.job_id) return { index, field: 'job_id' as const, value: c.job_id };
+  }
+  return null;
+}
+
+/** See QUERIES.releaseLeases. */
+export async function releaseLeases(sql: Sql, leaseIds: readonly string[]): Promise<JobChange[]> {
+  if (leaseIds.length === 0) return [];
+  return (await statement(sql, QUERIES.releaseLeases, [leaseIds]))
+    .sort((a, b) => (a.row_id as number) - (b.row_id as number))
+    .map((r) => change(r as unknown as JobChange));
+}
+
+/**
+ * Each expired lease is settled in a transaction of its own that locks it again with SKIP LOCKED and
+ * re-checks it: a lease that another reaper or the worker's own call is settling is left to that one,
+ * so no lease is settled twice, and no transaction holds a run row while waiting for another's jobs.
+ */
+export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<JobChange[]> {
+  const changes: JobChange[] = [];
+  for (const { lease_id } of await statement(sql, QUERIES.expiredLeases, [nowMs, limit])) {
+    changes.push(
+      ...(await transaction(sql, async (q) => {
+        const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
+        return locked ? (await expire(q, locked, nowMs)).changes : [];
+      })),
+    );
+  }
+  return changes;
+}
+
+/** As expireLeases, for running jobs past their deadline (their lease is locked first, as everywhere). */
+export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promise<JobChange[]> {
+  const changes: JobChange[] = [];
+  for (const { lease_id } of await statement(sql, QUERIES.timedOutJobs, [nowMs, limit])) {
+    if (lease_id === null) continue;
+    changes.push(
+      ...(await transaction(sql, async (q) => {
+        const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
+        return locked ? (await timeOut(q, locked, nowMs)).changes : [];
+      })),
+    );
+  }
+  return changes;
+}
+
+/** A guarded statement that must pass because we hold the lease and found it live. */
+function required(row: Row | undefined, what: string, leaseId: string): Row {
+  if (!row) throw new Error(`${what} found lease ${leaseId} live under its lock, yet its guard did not pass`);
+  return row;
+}

@@ -1,0 +1,417 @@
+/**
+ * Every SQL statement of the PostgreSQL store, by name. The store runs exactly these strings (the
+ * index-plan tests EXPLAIN the same ones), always with bind parameters, listed above each statement.
+ * Times are epoch milliseconds; JSON columns are TEXT holding JSON.stringify output (see migrations.ts).
+ * A parameter cast to json takes a JavaScript value, which the driver encodes.
+ *
+ * Concurrency (READ COMMITTED, no global lock): every write is guarded by the state it expects, and
+ * rows are locked in one order everywhere: leases, then jobs by ascending row_id, then runs; the
+ * workers row last, or in a statement of its own. An UPDATE re-evaluates its WHERE and SET against the
+ * newest committed version of a row it had to wait for, so counters decremented with
+ * `UPDATE … RETURNING` serialize on their row and exactly one caller sees them reach zero.
+ */
+
+/** Records the lease's worker as seen, creating it with no labels when unknown. */
+const touchWorkerOf = (lease: string, now: string) => `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
+    SELECT worker_id, '[]', ${now}, ${now} FROM leases WHERE lease_id = ${lease}
+    ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms`;
+
+/** The lease (row locked) with its job; the job is as of the statement's snapshot (see judgeLease). */
+const LEASE_WITH_JOB = `SELECT to_json(l.*) AS lease, to_json(j.*) AS job
+  FROM leases l JOIN jobs j ON j.row_id = l.job_row_id`;
+
+/**
+ * The claim's candidates: for each label key, the oldest claimable jobs, read in claim order from the
+ * partial index jobs_claim and locked as they are read. SKIP LOCKED passes over rows another claim
+ * holds, so concurrent claimers take different jobs and none waits. No sort: the global order across
+ * keys is settled by `claim` over these few rows.
+ * $1 label keys (text[], distinct), $2 now, $3 how many per key.
+ */
+const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
+  CROSS JOIN LATERAL (
+    SELECT j.row_id, j.ready_at_ms FROM jobs j
+    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint
+    ORDER BY j.ready_at_ms, j.row_id
+    LIMIT $3::int
+    FOR UPDATE SKIP LOCKED
+  ) AS c`;
+
+export const QUERIES = {
+  // ------------------------------------------------------------------------------------ reads
+  /** $1 workflow id. */
+  getWorkflow: `SELECT * FROM workflows WHERE id = $1`,
+  /** $1 limit, $2 offset. */
+  listWorkflows: `SELECT * FROM workflows ORDER BY id LIMIT $1::int OFFSET $2::int`,
+  /** $1 limit, $2 offset, $3 job state; idle workflows count as all-pending. */
+  listWorkflowsWithJobStatus: `SELECT w.* FROM workflows w
+    WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = $3)
+       OR ($3 = 'pending' AND w.latest_run = 0)
+    ORDER BY w.id LIMIT $1::int OFFSET $2::int`,
+  /** $1 workflow id, $2 run number. */
+  getRun: `SELECT * FROM runs WHERE workflow_id = $1 AND run_number = $2::int`,
+  /** $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
+  getRuns: `SELECT r.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
+    JOIN runs r ON r.workflow_id = k.workflow_id AND r.run_number = k.run_number`,
+  /** $1 workflow id, $2 run number. */
+  getRunJobs: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int ORDER BY row_id`,
+  /** $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
+  getJobsOfRuns: `SELECT j.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
+    JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number
+    ORDER BY j.row_id`,
+  /** $1 workflow id, $2 run number, $3 job id. */
+  getJob: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3`,
+  /** $1 row id. */
+  getJobByRowId: `SELECT * FROM jobs WHERE row_id = $1::bigint`,
+  /** $1 lease id. */
+  getLease: `SELECT * FROM leases WHERE lease_id = $1`,
+  /** No parameters. */
+  activeLeases: `SELECT * FROM leases WHERE state = 'active' ORDER BY granted_at_ms, lease_id`,
+  /** $1 workflow id, $2 run number, $3 job id, $4 attempt, $5 after this sequence, $6 limit (null: all). */
+  getLogChunks: `SELECT * FROM log_chunks
+    WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3 AND attempt = $4::int AND sequence > $5::int
+    ORDER BY sequence LIMIT $6::int`,
+  /** $1 workflow id, $2 run number, $3 job id. */
+  latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks
+    WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3`,
+  /** No parameters. */
+  listWorkers: `SELECT * FROM workers ORDER BY worker_id`,
+  /** $1 worker id. */
+  getWorker: `SELECT * FROM workers WHERE worker_id = $1`,
+  /** $1 after this seq. */
+  labelSetsSince: `SELECT seq, key, labels FROM label_sets WHERE seq > $1::bigint ORDER BY seq`,
+
+  // -------------------------------------------------------------------------------- workflows
+  /** $1 id, $2 name, $3 trigger, $4 definition (JSON), $5 source, $6 hash, $7 created, $8 updated, $9 latest run. A row when created. */
+  createWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int)
+    ON CONFLICT (id) DO NOTHING RETURNING id`,
+  /**
+   * Same parameters as createWorkflow. No row: unchanged. `created` tells an insert from an update:
+   * a row version made by ON CONFLICT DO UPDATE carries the updater's xid in xmax, a fresh insert 0.
+   */
+  saveWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int)
+    ON CONFLICT (id) DO UPDATE SET name = excluded.name, trigger = excluded.trigger, definition = excluded.definition,
+      hash = excluded.hash, source = excluded.source, updated_at_ms = excluded.updated_at_ms
+    WHERE workflows.hash <> excluded.hash OR workflows.source <> excluded.source
+    RETURNING (xmax = 0) AS created`,
+
+  // ------------------------------------------------------------------------------------- runs
+  /** Locks the workflow row: concurrent starts of one workflow queue here. $1 workflow id. */
+  lockWorkflow: `SELECT 1 FROM workflows WHERE id = $1 FOR UPDATE`,
+  /**
+   * The workflow's hash and latest run, read by a statement after lockWorkflow: its snapshot then
+   * includes the run a start we waited for has just committed (a join in the locking statement would
+   * still see the run as it was before). $1 workflow id.
+   */
+  latestRunOf: `SELECT w.hash, w.latest_run, r.status AS latest_status
+    FROM workflows w LEFT JOIN runs r ON r.workflow_id = w.id AND r.run_number = w.latest_run
+    WHERE w.id = $1`,
+  /**
+   * Inserts the run with its jobs (row_id follows the given order) and makes it the latest; answers the
+   * run and which of the given label keys are not recorded yet.
+   * $1 workflow id, $2 run number, $3 now, $4 job count, $5 jobs (JSON array of jobRow objects),
+   * $6 label keys (JSON array).
+   */
+  insertRun: `WITH run AS (
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs, cancelled_jobs)
+      VALUES ($1, $2::int, 'running', $3::bigint, NULL, $4::int, 0, 0) RETURNING *
+    ), inserted AS (
+      INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+        pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
+        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
+      SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
+        e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
+        (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
+        (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
+        (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
+        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id'
+      FROM json_array_elements($5::json) WITH ORDINALITY AS e(j, ord)
+      ORDER BY e.ord
+    ), latest AS (
+      UPDATE workflows SET latest_run = $2::int WHERE id = $1
+    )
+    SELECT run.*, (SELECT COALESCE(json_agg(k.key), '[]') FROM json_array_elements_text($6::json) AS k(key)
+        WHERE NOT EXISTS (SELECT 1 FROM label_sets s WHERE s.key = k.key)) AS missing_label_keys
+    FROM run`,
+  /**
+   * Held until commit by whoever adds label sets, so that seq values become visible in the order they
+   * were taken: a reader that has seen seq N has seen every set below N (labelSetsSince relies on it).
+   * Only a run bringing a new label set takes it. Reads are not blocked. No parameters.
+   */
+  lockLabelSets: `LOCK TABLE label_sets IN SHARE ROW EXCLUSIVE MODE`,
+  /** $1 label sets (JSON array of {key, labels: JSON text}), in the order to number them. */
+  insertLabelSets: `INSERT INTO label_sets (key, labels)
+    SELECT s.key, s.labels FROM ROWS FROM (json_to_recordset($1::json) AS (key text, labels text))
+      WITH ORDINALITY AS s(key, labels, ord)
+    ORDER BY s.ord
+    ON CONFLICT (key) DO NOTHING`,
+  /** A cancel's target: the latest run and its state. $1 workflow id. */
+  cancelTarget: `SELECT w.latest_run, r.status FROM workflows w
+    LEFT JOIN runs r ON r.workflow_id = w.id AND r.run_number = w.latest_run
+    WHERE w.id = $1`,
+  /**
+   * One round of a cancel's fence: locks the run's queued jobs (first, so that claims stop taking them
+   * at once; SKIP LOCKED: one a claim holds right now is left to the next round), then the active
+   * leases of its running jobs, leaving out what is already held; answers what it locked and how many
+   * of each its snapshot showed. Repeated until a snapshot shows none: in that round's
+   * snapshot the cancel held every job a claim could take and every lease that can move a job of the
+   * run, so no other transaction can start or unblock one (see cancelRun).
+   * $1 workflow id, $2 run number, $3 job row ids held (bigint[]), $4 lease ids held (text[]).
+   */
+  cancelFence: `WITH queued AS (
+      SELECT row_id FROM jobs
+      WHERE workflow_id = $1 AND run_number = $2::int AND status = 'queued' AND row_id <> ALL($3::bigint[])
+      ORDER BY row_id FOR UPDATE SKIP LOCKED
+    ), leased AS (
+      SELECT l.lease_id FROM jobs j JOIN leases l ON l.lease_id = j.lease_id
+      WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.status = 'running' AND l.state = 'active'
+        AND l.lease_id <> ALL($4::text[]) AND (SELECT count(*) FROM queued) >= 0
+      ORDER BY l.lease_id FOR UPDATE OF l
+    )
+    SELECT (SELECT COALESCE(json_agg(row_id), '[]') FROM queued) AS jobs,
+      (SELECT COALESCE(json_agg(lease_id), '[]') FROM leased) AS leases,
+      (SELECT count(*) FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND status = 'queued'
+        AND row_id <> ALL($3::bigint[])) AS queued_seen,
+      (SELECT count(*) FROM jobs j JOIN leases l ON l.lease_id = j.lease_id
+        WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.status = 'running' AND l.state = 'active'
+          AND l.lease_id <> ALL($4::text[])) AS leases_seen`,
+  /** Then every unfinished job of the run, locked in row order. $1 workflow id, $2 run number. */
+  cancelLockJobs: `SELECT row_id, job_id, status, lease_id FROM jobs
+    WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'queued', 'running')
+    ORDER BY row_id FOR UPDATE`,
+  /**
+   * Last step, everything already locked but the run: voids the leases, cancels the jobs, counts them.
+   * $1 lease ids (text[]), $2 job row ids (bigint[]), $3 now, $4 workflow id, $5 run number.
+   */
+  cancelApply: `WITH voided AS (
+      UPDATE leases SET state = 'cancelled' WHERE lease_id = ANY($1::text[]) AND state = 'active'
+    ), cancelled AS (
+      UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL
+      WHERE row_id = ANY($2::bigint[])
+    )
+    UPDATE runs SET unfinished_jobs = unfinished_jobs - cardinality($2::bigint[]),
+      cancelled_jobs = cancelled_jobs + cardinality($2::bigint[])
+    WHERE workflow_id = $4 AND run_number = $5::int
+    RETURNING unfinished_jobs, failed_jobs, cancelled_jobs`,
+  /** Records the end of a run whose counters reached zero. $1 workflow id, $2 run number, $3 state, $4 now. */
+  settleRun: `UPDATE runs SET status = $3, finished_at_ms = $4::bigint
+    WHERE workflow_id = $1 AND run_number = $2::int AND status = 'running'`,
+
+  // ------------------------------------------------------------------------------------ claim
+  claimCandidates: CLAIM_CANDIDATES,
+  /**
+   * The whole claim in one statement: the oldest `max` of the locked candidates become running under a
+   * fresh lease each, and the worker is recorded (its row last: the unreferenced CTE runs after the rest).
+   * $1..$3 as claimCandidates ($3 = max), $4 lease ids (text[], the i-th claimed job takes the i-th),
+   * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry.
+   */
+  claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
+    ), pick AS (
+      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
+      ORDER BY ready_at_ms, row_id LIMIT $3::int
+    ), taken AS (
+      UPDATE jobs j SET status = 'running', started_at_ms = $2::bigint, finished_at_ms = NULL,
+        deadline_ms = CASE WHEN j.timeout_secs IS NULL THEN NULL ELSE $2::bigint + j.timeout_secs::bigint * 1000 END,
+        worker_id = $5, lease_id = ($4::text[])[p.n]
+      FROM pick p WHERE j.row_id = p.row_id
+      RETURNING j.*, p.n
+    ), granted AS (
+      INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+        granted_at_ms, renewed_at_ms, expires_at_ms, state)
+      SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, $5, $7::int,
+        $2::bigint, $2::bigint, $8::bigint, 'active'
+      FROM taken t
+    ), seen AS (
+      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($5, $6, $2::bigint, $2::bigint)
+      ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
+    )
+    SELECT * FROM taken ORDER BY n`,
+
+  /**
+   * Hands claims back unused: each still-active lease becomes `released` and its job, if running under
+   * it, returns to the queue with the same attempt and ready_at_ms (its place). Leases are locked in
+   * lease_id order; their jobs only move with them. $1 lease ids (text[]).
+   */
+  releaseLeases: `WITH locked AS (
+      SELECT lease_id FROM leases WHERE lease_id = ANY($1::text[]) AND state = 'active'
+      ORDER BY lease_id FOR UPDATE
+    ), released AS (
+      UPDATE leases l SET state = 'released' FROM locked WHERE l.lease_id = locked.lease_id
+      RETURNING l.lease_id, l.job_row_id
+    )
+    UPDATE jobs j SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL,
+      worker_id = NULL, lease_id = NULL
+    FROM released r WHERE j.row_id = r.job_row_id AND j.status = 'running' AND j.lease_id = r.lease_id
+    RETURNING j.row_id, j.workflow_id, j.run_number, j.job_id`,
+
+  // ------------------------------------------------------------------------------- lease calls
+  /**
+   * Heartbeat, when the lease is live: renewed by its own ttl from now (leaseExpiresAt). Records the
+   * worker either way, after the lease (`seen` is unreferenced, so it runs once the main query is done).
+   * No row: the caller looks closer (lockLease). $1 lease id, $2 now.
+   */
+  renewLease: `WITH renewed AS (
+      UPDATE leases l SET renewed_at_ms = $2::bigint, expires_at_ms = $2::bigint + l.ttl_secs::bigint * 1000
+      WHERE l.lease_id = $1 AND l.state = 'active' AND $2::bigint <= l.expires_at_ms
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.row_id = l.job_row_id AND j.deadline_ms < $2::bigint)
+      RETURNING l.*
+    ), seen AS (${touchWorkerOf('$1', '$2::bigint')})
+    SELECT * FROM renewed`,
+  /**
+   * Stores log chunks when the lease is live or cancelled and no chunk names another workflow or job;
+   * a (run, job, attempt, sequence) already stored is kept. Records the worker either way, after the
+   * inserts (the main query reads `stored`; an unreferenced CTE runs once the main query is done), since
+   * an insert may wait for a concurrent copy of the same chunk.
+   * $1 lease id, $2 now, $3 chunks (JSON array of {workflow_id?, job_id?, sequence, stream, data, timestamp_ms}).
+   */
+  pushLogs: `WITH lease AS (
+      SELECT l.* FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
+      WHERE l.lease_id = $1
+        AND (l.state = 'cancelled' OR (l.state = 'active' AND $2::bigint <= l.expires_at_ms
+          AND (j.deadline_ms IS NULL OR $2::bigint <= j.deadline_ms)))
+        AND NOT EXISTS (SELECT 1 FROM json_to_recordset($3::json) AS c(workflow_id text, job_id text)
+          WHERE c.workflow_id <> l.workflow_id OR c.job_id <> l.job_id)
+    ), stored AS (
+      INSERT INTO log_chunks (workflow_id, run_number, job_id, attempt, sequence, stream, data, timestamp_ms)
+      SELECT l.workflow_id, l.run_number, l.job_id, l.attempt, c.sequence, c.stream, c.data, c.timestamp_ms
+      FROM lease l CROSS JOIN ROWS FROM (json_to_recordset($3::json)
+        AS (sequence int, stream text, data text, timestamp_ms bigint)) WITH ORDINALITY AS c(sequence, stream, data, timestamp_ms, ord)
+      ORDER BY c.ord
+      ON CONFLICT DO NOTHING
+      RETURNING 1
+    ), seen AS (${touchWorkerOf('$1', '$2::bigint')})
+    SELECT l.* FROM lease l WHERE (SELECT count(*) FROM stored) >= 0`,
+  /** Sent after a lease call's transaction commits. $1 lease id, $2 now. */
+  touchLeaseWorker: touchWorkerOf('$1', '$2::bigint'),
+  /** A lease call that must decide: the lease locked, with its job. $1 lease id. */
+  lockLease: `${LEASE_WITH_JOB} WHERE l.lease_id = $1 FOR UPDATE OF l`,
+  /**
+   * Completes the job of a live lease: lease completed, job success, each pending direct dependent's
+   * pending_needs decremented (rows locked in row order first), those reaching 0 queued, and the run's
+   * unfinished count decremented after all of that (the run row is locked last: the count needs
+   * `unblocked` in full). No row: the guard failed. upstream_outputs of the queued dependents are
+   * filled by the next statement, whose snapshot sees siblings that committed while this one waited.
+   * $1 lease id, $2 outputs (JSON), $3 now.
+   */
+  completeJob: `WITH lease AS (
+      UPDATE leases l SET state = 'completed'
+      FROM jobs j
+      WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms
+        AND j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id
+        AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
+      RETURNING l.job_row_id
+    ), done AS (
+      UPDATE jobs j SET status = 'success', outputs = $2, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
+      FROM lease WHERE j.row_id = lease.job_row_id
+      RETURNING j.*
+    ), below AS (
+      SELECT d.row_id FROM done
+      CROSS JOIN LATERAL json_array_elements_text(done.dependents::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = done.workflow_id AND d.run_number = done.run_number AND d.job_id = e.job_id
+      WHERE d.status = 'pending'
+      ORDER BY d.row_id FOR UPDATE OF d
+    ), unblocked AS (
+      UPDATE jobs d SET pending_needs = d.pending_needs - 1,
+        status = CASE WHEN d.pending_needs = 1 THEN 'queued' ELSE d.status END,
+        enqueued_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.enqueued_at_ms END,
+        ready_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.ready_at_ms END,
+        delayed_until_ms = CASE WHEN d.pending_needs = 1 THEN 0 ELSE d.delayed_until_ms END
+      FROM below WHERE d.row_id = below.row_id
+      RETURNING d.row_id, d.job_id, d.status
+    ), counted AS (
+      UPDATE runs r SET unfinished_jobs = r.unfinished_jobs - 1
+      FROM done, (SELECT count(*) AS n FROM unblocked) u
+      WHERE r.workflow_id = done.workflow_id AND r.run_number = done.run_number AND u.n >= 0
+      RETURNING r.unfinished_jobs, r.failed_jobs, r.cancelled_jobs
+    )
+    SELECT done.*,
+      (SELECT COALESCE(json_agg(json_build_object('row_id', u.row_id, 'job_id', u.job_id)), '[]')
+        FROM unblocked u WHERE u.status = 'queued') AS enqueued,
+      (SELECT to_json(c) FROM counted c) AS counts
+    FROM done`,
+  /**
+   * upstream_outputs of freshly queued jobs: { <need>: its outputs } in needs order. A statement of its
+   * own so that its snapshot includes every need (see completeJob). $1 job row ids (bigint[]).
+   */
+  fillUpstreamOutputs: `UPDATE jobs d SET upstream_outputs = COALESCE((
+      SELECT json_object_agg(n.job_id, COALESCE(u.outputs::json, '{}'::json) ORDER BY n.ord)
+      FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord)
+      JOIN jobs u ON u.workflow_id = d.workflow_id AND u.run_number = d.run_number AND u.job_id = n.job_id
+    )::text, '{}')
+    WHERE d.row_id = ANY($1::bigint[])`,
+  /** A settled lease whose job needs no change. $1 lease id, $2 state. */
+  setLeaseState: `UPDATE leases SET state = $2 WHERE lease_id = $1`,
+  /**
+   * Failure plan `retry`: lease settled, job queued again for its next attempt.
+   * $1 lease id, $2 lease state, $3 job row id, $4 attempt, $5 now, $6 delayed until, $7 ready at, $8 error.
+   */
+  requeueJob: `WITH lease AS (UPDATE leases SET state = $2 WHERE lease_id = $1)
+    UPDATE jobs SET status = 'queued', attempt = $4::int, enqueued_at_ms = $5::bigint, delayed_until_ms = $6::bigint,
+      ready_at_ms = $7::bigint, error = $8, started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL,
+      worker_id = NULL, lease_id = NULL
+    WHERE row_id = $3::bigint RETURNING *`,
+  /**
+   * Failure plan `fail`: lease settled, job failed, every pending job downstream skipped (found through
+   * dependents, locked in row order), then the run's counters (its row last: they need `skipped` in full).
+   * $1 lease id, $2 lease state, $3 job row id, $4 error, $5 now, $6 the job's dependents (JSON array),
+   * $7 workflow id, $8 run number, $9 error of the skipped jobs.
+   */
+  failJob: `WITH RECURSIVE lease AS (
+      UPDATE leases SET state = $2 WHERE lease_id = $1
+    ), failed AS (
+      UPDATE jobs SET status = 'failed', error = $4, finished_at_ms = $5::bigint, deadline_ms = NULL
+      WHERE row_id = $3::bigint RETURNING *
+    ), below(row_id, dependents) AS (
+      SELECT d.row_id, d.dependents FROM json_array_elements_text($6::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
+      WHERE d.status = 'pending'
+      UNION
+      SELECT d.row_id, d.dependents FROM below b
+      CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
+      WHERE d.status = 'pending'
+    ), locked AS (
+      SELECT j.row_id FROM jobs j WHERE j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending'
+      ORDER BY j.row_id FOR UPDATE
+    ), skipped AS (
+      UPDATE jobs j SET status = 'skipped', finished_at_ms = $5::bigint, error = $9
+      FROM locked WHERE j.row_id = locked.row_id
+      RETURNING j.row_id, j.job_id
+    ), counted AS (
+      UPDATE runs r SET unfinished_jobs = r.unfinished_jobs - 1 - s.n, failed_jobs = r.failed_jobs + 1 + s.n
+      FROM (SELECT count(*)::int AS n FROM skipped) s
+      WHERE r.workflow_id = $7 AND r.run_number = $8::int
+      RETURNING r.unfinished_jobs, r.failed_jobs, r.cancelled_jobs
+    )
+    SELECT (SELECT to_json(f) FROM failed f) AS job,
+      (SELECT COALESCE(json_agg(s.job_id ORDER BY s.row_id), '[]') FROM skipped s) AS skipped,
+      (SELECT to_json(c) FROM counted c) AS counts`,
+
+  // ----------------------------------------------------------------------------------- reaper
+  /** Active leases past their expiry, through leases_expiry. $1 now, $2 limit. */
+  expiredLeases: `SELECT lease_id FROM leases WHERE state = 'active' AND expires_at_ms < $1::bigint
+    ORDER BY expires_at_ms LIMIT $2::int`,
+  /**
+   * One of them, locked if still active and expired; a lease another transaction holds is left to it
+   * (that one settles or renews it). $1 lease id, $2 now.
+   */
+  lockExpiredLease: `${LEASE_WITH_JOB}
+    WHERE l.lease_id = $1 AND l.state = 'active' AND l.expires_at_ms < $2::bigint
+    FOR UPDATE OF l SKIP LOCKED`,
+  /** Running jobs past their deadline, through jobs_deadline. $1 now, $2 limit. */
+  timedOutJobs: `SELECT row_id, lease_id FROM jobs
+    WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < $1::bigint
+    ORDER BY deadline_ms LIMIT $2::int`,
+  /** The lease of one of them, locked if its job still runs under it past the deadline. $1 lease id, $2 now. */
+  lockTimedOutLease: `${LEASE_WITH_JOB}
+    WHERE l.lease_id = $1 AND l.state = 'active'
+      AND j.status = 'running' AND j.lease_id = l.lease_id AND j.deadline_ms < $2::bigint
+    FOR UPDATE OF l SKIP LOCKED`,
+
+  // ---------------------------------------------------------------------------------- workers
+  /** $1 worker id, $2 labels (JSON), $3 now. */
+  registerWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($1, $2, $3::bigint, $3::bigint)
+    ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
+    RETURNING *`,
+} as const;

@@ -1,0 +1,62 @@
+import type { ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
+import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
+import { QUERIES } from './queries.js';
+import type { Exec } from './tx.js';
+
+/** The read side, over the statements of one REPEATABLE READ READ ONLY transaction. */
+export function makeReads(q: Exec): StoreReads {
+  const runKeys = (keys: readonly RunKey[]) => [keys.map((k) => k.workflow_id), keys.map((k) => k.run_number)];
+  return {
+    getWorkflow: async (id) => {
+      const [row] = await q(QUERIES.getWorkflow, [id]);
+      return row ? toWorkflow(row) : null;
+    },
+    listWorkflows: async ({ limit, offset, jobStatus }: ListWorkflowsQuery) =>
+      (jobStatus
+        ? await q(QUERIES.listWorkflowsWithJobStatus, [limit, offset, jobStatus])
+        : await q(QUERIES.listWorkflows, [limit, offset])
+      ).map(toWorkflow),
+    getRun: async (workflowId, runNumber) => {
+      const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
+      return row ? toRun(row) : null;
+    },
+    getRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getRuns, runKeys(keys))).map(toRun)),
+    getRunJobs: async (workflowId, runNumber) => (await q(QUERIES.getRunJobs, [workflowId, runNumber])).map(toJob),
+    getJobsOfRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getJobsOfRuns, runKeys(keys))).map(toJob)),
+    getJob: async (workflowId, runNumber, jobId) => {
+      const [row] = await q(QUERIES.getJob, [workflowId, runNumber, jobId]);
+      return row ? toJob(row) : null;
+    },
+    getLease: async (leaseId) => {
+      const [row] = await q(QUERIES.getLease, [leaseId]);
+      return row ? toLease(row) : null;
+    },
+    activeLeases: async () => (await q(QUERIES.activeLeases)).map(toLease),
+    getLogChunks: async ({ workflow_id, run_number, job_id, attempt, afterSequence, limit }: LogQuery) =>
+      (
+        await q(QUERIES.getLogChunks, [
+          workflow_id,
+          run_number,
+          job_id,
+          attempt,
+          afterSequence ?? -1,
+          limit === undefined || limit < 0 ? null : limit,
+        ])
+      ).map(toLogChunk),
+    latestLogAttempt: async (workflowId, runNumber, jobId) => {
+      const [row] = await q(QUERIES.latestLogAttempt, [workflowId, runNumber, jobId]);
+      return (row?.attempt as number | null | undefined) ?? null;
+    },
+    listWorkers: async () => (await q(QUERIES.listWorkers)).map(toWorker),
+    getWorker: async (workerId) => {
+      const [row] = await q(QUERIES.getWorker, [workerId]);
+      return row ? toWorker(row) : null;
+    },
+    labelSetsSince: async (afterSeq) =>
+      (await q(QUERIES.labelSetsSince, [afterSeq])).map((r) => ({
+        seq: r.seq as number,
+        key: r.key as string,
+        labels: JSON.parse(r.labels as string) as string[],
+      })),
+  };
+}

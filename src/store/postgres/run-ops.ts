@@ -1,0 +1,157 @@
+import { leaseExpiresAt } from '../../domain/lease.js';
+import type {
+  CancelRunOutcome,
+  ClaimRequest,
+  Claimed,
+  LabelSet,
+  NewJob,
+  StartRunOutcome,
+  WorkerRecord,
+  WorkflowRecord,
+} from '../store.js';
+import { jobRow, toJob, toRun, toWorker } from '../rows.js';
+import { settleIfOver, type RunCounters } from './failures.js';
+import { QUERIES } from './queries.js';
+import { StartOver, statement, transaction, type Sql } from './tx.js';
+
+/** Workflows, runs, claims and workers: the operations that are not lease calls. */
+
+const workflowParams = (rec: WorkflowRecord) => [
+  rec.id, rec.name, rec.trigger, JSON.stringify(rec.definition), rec.source, rec.hash,
+  rec.created_at_ms, rec.updated_at_ms, rec.latest_run,
+];
+
+export async function createWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'exists'> {
+  return (await statement(sql, QUERIES.createWorkflow, workflowParams(rec))).length > 0 ? 'created' : 'exists';
+}
+
+export async function saveWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
+  const [row] = await statement(sql, QUERIES.saveWorkflow, workflowParams(rec));
+  if (!row) return 'unchanged';
+  return row.created ? 'created' : 'updated';
+}
+
+export async function registerWorker(sql: Sql, workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
+  const [row] = await statement(sql, QUERIES.registerWorker, [workerId, JSON.stringify(labels), nowMs]);
+  return toWorker(row!);
+}
+
+export async function startRun(
+  sql: Sql,
+  req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number },
+): Promise<StartRunOutcome> {
+  return transaction(sql, async (q): Promise<StartRunOutcome> => {
+    // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf).
+    const [, [wf]] = await Promise.all([q(QUERIES.lockWorkflow, [req.workflow_id]), q(QUERIES.latestRunOf, [req.workflow_id])]);
+    if (!wf) return { kind: 'not_found' };
+    if (wf.hash !== req.expected_hash) return { kind: 'stale' };
+    if (wf.latest_status === 'running') return { kind: 'active', run_number: wf.latest_run as number };
+    const runNumber = (wf.latest_run as number) + 1;
+    const [row] = await q(QUERIES.insertRun, [
+      req.workflow_id,
+      runNumber,
+      req.now_ms,
+      req.jobs.length,
+      req.jobs.map((j) => jobRow(j, runNumber)),
+      req.label_sets.map((s) => s.key),
+    ]);
+    const missing = new Set(row!.missing_label_keys as string[]);
+    if (missing.size > 0) {
+      const sets = req.label_sets
+        .filter((s) => missing.has(s.key))
+        .map((s) => ({ key: s.key, labels: JSON.stringify(s.labels) }));
+      // Both go out together; the table lock is held from here to COMMIT only (see lockLabelSets).
+      const lock = q(QUERIES.lockLabelSets);
+      await Promise.all([lock, q(QUERIES.insertLabelSets, [sets])]);
+    }
+    return {
+      kind: 'started',
+      run: toRun(row!),
+      changes: req.jobs.map((j) => ({ workflow_id: req.workflow_id, run_number: runNumber, job_id: j.job_id })),
+    };
+  });
+}
+
+/** A run has few jobs in motion; a fence needs about as many rounds as completions race it. */
+const MAX_FENCE_ROUNDS = 64;
+
+/**
+ * Leases, then jobs, then the run, as everywhere, with one twist. While the cancel waits for a lease,
+ * claims go on taking the run's queued jobs and completions go on queueing its pending ones, each under
+ * a lease the cancel has not seen. So the cancel first fences the run (QUERIES.cancelFence): it locks
+ * the running jobs' leases and the queued jobs, round after round, until a round finds nothing new.
+ * Holding queued jobs while waiting for a lease cannot deadlock: a lease holder never waits for a
+ * queued job (its own job is running, the dependents it touches pending), and a claim, the only other
+ * taker of queued jobs, waits for nothing the cancel holds. After the fence, nobody else can hold an
+ * unfinished job of the run, so locking them all in row order waits for nothing.
+ */
+export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
+  return transaction(sql, async (q): Promise<CancelRunOutcome> => {
+    const [target] = await q(QUERIES.cancelTarget, [workflowId]);
+    if (!target) return { kind: 'not_found' };
+    if (target.status !== 'running') return { kind: 'idle' };
+    const runNumber = target.latest_run as number;
+    const heldJobs: number[] = [];
+    const heldLeases: string[] = [];
+    for (let round = 1; ; round++) {
+      if (round > MAX_FENCE_ROUNDS) throw new StartOver('the run kept moving while it was being cancelled');
+      const [got] = await q(QUERIES.cancelFence, [workflowId, runNumber, heldJobs, heldLeases]);
+      const leases = got!.leases as string[];
+      const queued = got!.jobs as number[];
+      if (got!.queued_seen === 0 && got!.leases_seen === 0) break;
+      heldLeases.push(...leases);
+      heldJobs.push(...queued);
+    }
+    const jobs = await q(QUERIES.cancelLockJobs, [workflowId, runNumber]);
+    if (jobs.length === 0) return { kind: 'idle' };
+    const held = new Set(heldLeases);
+    if (jobs.some((j) => j.status === 'running' && !held.has(j.lease_id as string))) {
+      throw new StartOver('a job of the run runs under a lease the fence did not take');
+    }
+    const [counts] = await q(QUERIES.cancelApply, [heldLeases, jobs.map((j) => j.row_id), nowMs, workflowId, runNumber]);
+    await settleIfOver(q, workflowId, runNumber, (counts ?? null) as RunCounters | null, nowMs);
+    const ids = jobs.map((j) => j.job_id as string);
+    return {
+      kind: 'cancelled',
+      run_number: runNumber,
+      jobs: ids,
+      changes: ids.map((job_id) => ({ workflow_id: workflowId, run_number: runNumber, job_id })),
+    };
+  });
+}
+
+export async function claim(sql: Sql, req: ClaimRequest): Promise<Claimed[]> {
+  const now = req.now_ms;
+  const expires = leaseExpiresAt(now, req.ttl_secs);
+  const max = Math.max(0, Math.min(req.max, req.lease_ids.length));
+  const rows = await statement(sql, QUERIES.claim, [
+    [...new Set(req.label_keys)],
+    now,
+    max,
+    req.lease_ids,
+    req.worker_id,
+    JSON.stringify(req.worker_labels),
+    req.ttl_secs,
+    expires,
+  ]);
+  return rows.map((r) => {
+    const job = toJob(r);
+    return {
+      job,
+      lease: {
+        lease_id: job.lease_id!,
+        job_row_id: job.row_id,
+        workflow_id: job.workflow_id,
+        run_number: job.run_number,
+        job_id: job.job_id,
+        attempt: job.attempt,
+        worker_id: req.worker_id,
+        ttl_secs: req.ttl_secs,
+        granted_at_ms: now,
+        renewed_at_ms: now,
+        expires_at_ms: expires,
+        state: 'active',
+      },
+    };
+  });
+}

@@ -1,0 +1,203 @@
+/**
+ * Every SQL statement of the SQLite store, in one place. Each is prepared once per connection (see
+ * conn.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
+ * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases and timedOutJobs as they are here.
+ */
+export const QUERIES = {
+  // ------------------------------------------------------------------------------------ workflows
+
+  /** ? id */
+  getWorkflow: `SELECT * FROM workflows WHERE id = ?`,
+  /** @id @name @trigger @definition (JSON) @source @hash @created_at_ms @updated_at_ms @latest_run; no row when the id is taken */
+  insertWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
+    VALUES (@id, @name, @trigger, @definition, @source, @hash, @created_at_ms, @updated_at_ms, @latest_run)
+    ON CONFLICT (id) DO NOTHING`,
+  /** @id @name @trigger @definition (JSON) @source @hash @updated_at_ms */
+  updateWorkflowDefinition: `UPDATE workflows
+    SET name = @name, trigger = @trigger, definition = @definition, source = @source, hash = @hash, updated_at_ms = @updated_at_ms
+    WHERE id = @id`,
+  /** ? run_number, ? id */
+  setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
+  /** ? limit, ? offset */
+  listWorkflows: `SELECT * FROM workflows ORDER BY id LIMIT ? OFFSET ?`,
+  /** @status (a job state) @limit @offset; idle workflows count as all-pending */
+  listWorkflowsByJobStatus: `SELECT w.* FROM workflows w
+    WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = @status)
+       OR (@status = 'pending' AND w.latest_run = 0)
+    ORDER BY w.id LIMIT @limit OFFSET @offset`,
+
+  // ----------------------------------------------------------------------------------------- runs
+
+  /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs */
+  insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs, cancelled_jobs)
+    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0)`,
+  /** ? workflow_id, ? run_number */
+  getRun: `SELECT * FROM runs WHERE workflow_id = ? AND run_number = ?`,
+  /** ? JSON array of [workflow_id, run_number] pairs */
+  getRuns: `SELECT r.* FROM json_each(?) k
+    JOIN runs r ON r.workflow_id = json_extract(k.value, '$[0]') AND r.run_number = json_extract(k.value, '$[1]')`,
+  /**
+   * @workflow_id @run_number @finished (jobs that reached a terminal state) @failed (of which failed or
+   * skipped) @cancelled (of which cancelled); answers the counters after the change.
+   */
+  countFinishedJobs: `UPDATE runs
+    SET unfinished_jobs = unfinished_jobs - @finished, failed_jobs = failed_jobs + @failed, cancelled_jobs = cancelled_jobs + @cancelled
+    WHERE workflow_id = @workflow_id AND run_number = @run_number
+    RETURNING status, unfinished_jobs, failed_jobs, cancelled_jobs`,
+  /** ? status, ? finished_at_ms, ? workflow_id, ? run_number */
+  settleRun: `UPDATE runs SET status = ?, finished_at_ms = ? WHERE workflow_id = ? AND run_number = ? AND status = 'running'`,
+
+  // ----------------------------------------------------------------------------------------- jobs
+
+  /** every column of rows.ts jobRow() by name */
+  insertJob: `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+      pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
+      started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
+    VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
+      @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
+      @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id)`,
+  /** ? workflow_id, ? run_number */
+  getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
+  /** ? JSON array of [workflow_id, run_number] pairs */
+  getJobsOfRuns: `SELECT j.* FROM json_each(?) k
+    JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
+    ORDER BY j.row_id`,
+  /** ? workflow_id, ? run_number, ? job_id */
+  getJob: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
+  /** ? row_id */
+  getJobByRowId: `SELECT * FROM jobs WHERE row_id = ?`,
+
+  /**
+   * The claim's candidates of one label key: an ordered range read of the covering partial index
+   * jobs_claim. ? label_key, ? now_ms, ? limit
+   */
+  claimCandidates: `SELECT row_id, ready_at_ms FROM jobs
+    WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
+    ORDER BY ready_at_ms, row_id LIMIT ?`,
+  /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
+  startJob: `UPDATE jobs
+    SET status = 'running', started_at_ms = @now_ms, finished_at_ms = NULL,
+      deadline_ms = CASE WHEN timeout_secs IS NULL THEN NULL ELSE @now_ms + timeout_secs * 1000 END,
+      worker_id = @worker_id, lease_id = @lease_id
+    WHERE row_id = @row_id AND status = 'queued'
+    RETURNING *`,
+  /** ? row_id, ? lease_id; back in the queue as it was before the claim (same attempt and ready_at_ms) */
+  unclaimJob: `UPDATE jobs
+    SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL, worker_id = NULL, lease_id = NULL
+    WHERE row_id = ? AND status = 'running' AND lease_id = ?`,
+  /** @row_id @lease_id @now_ms @outputs (JSON); no row unless running under that lease */
+  succeedJob: `UPDATE jobs
+    SET status = 'success', outputs = @outputs, finished_at_ms = @now_ms, deadline_ms = NULL, error = NULL
+    WHERE row_id = @row_id AND status = 'running' AND lease_id = @lease_id
+    RETURNING *`,
+  /** ? workflow_id, ? run_number, ? job_id; no row unless pending */
+  decrementPendingNeeds: `UPDATE jobs SET pending_needs = pending_needs - 1
+    WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND status = 'pending'
+    RETURNING row_id, pending_needs`,
+  /**
+   * @row_id @now_ms; upstream_outputs gathers the outputs of the job's needs, in needs order (CROSS
+   * JOIN: each need is one jobs_by_run lookup, not a pass over the run's jobs).
+   */
+  enqueueReady: `UPDATE jobs
+    SET status = 'queued', enqueued_at_ms = @now_ms, ready_at_ms = @now_ms, delayed_until_ms = 0,
+      upstream_outputs = (
+        SELECT json_group_object(k.value, json(coalesce(n.outputs, '{}')) ORDER BY k.key)
+        FROM json_each(jobs.needs) k
+        CROSS JOIN jobs n ON n.workflow_id = jobs.workflow_id AND n.run_number = jobs.run_number AND n.job_id = k.value)
+    WHERE row_id = @row_id`,
+  /** @row_id @attempt @now_ms @delayed_until_ms @ready_at_ms @error */
+  requeueJob: `UPDATE jobs
+    SET status = 'queued', attempt = @attempt, enqueued_at_ms = @now_ms, delayed_until_ms = @delayed_until_ms,
+      ready_at_ms = @ready_at_ms, error = @error, started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL,
+      worker_id = NULL, lease_id = NULL
+    WHERE row_id = @row_id
+    RETURNING *`,
+  /** @row_id @now_ms @error */
+  failJob: `UPDATE jobs SET status = 'failed', error = @error, finished_at_ms = @now_ms, deadline_ms = NULL
+    WHERE row_id = @row_id
+    RETURNING *`,
+  /**
+   * Skips every pending job downstream of a failed one, walking dependents through pending jobs only.
+   * CROSS JOIN keeps SQLite's join order: from the few ids reached so far into jobs_by_run, never a
+   * scan of the run's jobs per step.
+   * @workflow_id @run_number @dependents (JSON array of the failed job's dependents) @now_ms @error
+   */
+  skipDownstream: `WITH RECURSIVE down(row_id, dependents) AS (
+      SELECT j.row_id, j.dependents FROM json_each(@dependents) d
+        CROSS JOIN jobs j ON j.workflow_id = @workflow_id AND j.run_number = @run_number AND j.job_id = d.value
+        WHERE j.status = 'pending'
+      UNION
+      SELECT j.row_id, j.dependents FROM down
+        CROSS JOIN json_each(down.dependents) d
+        CROSS JOIN jobs j ON j.workflow_id = @workflow_id AND j.run_number = @run_number AND j.job_id = d.value
+        WHERE j.status = 'pending'
+    )
+    UPDATE jobs SET status = 'skipped', finished_at_ms = @now_ms, error = @error
+    WHERE row_id IN (SELECT row_id FROM down) AND status = 'pending'
+    RETURNING row_id, job_id`,
+  /** ? now_ms, ? workflow_id, ? run_number */
+  cancelRunJobs: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL
+    WHERE workflow_id = ? AND run_number = ? AND status IN ('pending', 'queued', 'running')
+    RETURNING row_id, job_id`,
+  /** Running jobs past their deadline, through the partial index jobs_deadline. ? now_ms, ? limit */
+  timedOutJobs: `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < ?
+    ORDER BY deadline_ms LIMIT ?`,
+
+  // ----------------------------------------------------------------------------------- label sets
+
+  /** ? key, ? labels (JSON) */
+  insertLabelSet: `INSERT INTO label_sets (key, labels) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`,
+  /** ? after_seq; the rowid counts additions, and writers are serialized, so it only grows in commit order */
+  labelSetsSince: `SELECT rowid AS seq, key, labels FROM label_sets WHERE rowid > ? ORDER BY rowid`,
+
+  // --------------------------------------------------------------------------------------- leases
+
+  /** every LeaseRecord field by name */
+  insertLease: `INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+      granted_at_ms, renewed_at_ms, expires_at_ms, state)
+    VALUES (@lease_id, @job_row_id, @workflow_id, @run_number, @job_id, @attempt, @worker_id, @ttl_secs,
+      @granted_at_ms, @renewed_at_ms, @expires_at_ms, @state)`,
+  /** ? lease_id */
+  getLease: `SELECT * FROM leases WHERE lease_id = ?`,
+  /** ? renewed_at_ms, ? expires_at_ms, ? lease_id; no row unless active */
+  renewLease: `UPDATE leases SET renewed_at_ms = ?, expires_at_ms = ? WHERE lease_id = ? AND state = 'active' RETURNING *`,
+  /** ? new state, ? lease_id; only an active lease moves, so no lease is settled twice */
+  settleLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active' RETURNING *`,
+  /** ? workflow_id, ? run_number; the leases of the run's running jobs */
+  cancelRunLeases: `UPDATE leases SET state = 'cancelled'
+    WHERE state = 'active' AND lease_id IN (
+      SELECT lease_id FROM jobs WHERE workflow_id = ? AND run_number = ? AND status = 'running' AND lease_id IS NOT NULL)`,
+  /** Active leases past their expiry, through the partial index leases_expiry. ? now_ms, ? limit */
+  expiredLeases: `SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`,
+  /** no parameters */
+  activeLeases: `SELECT * FROM leases WHERE state = 'active'`,
+
+  // ------------------------------------------------------------------------------------------ logs
+
+  /** every LogChunkRecord field by name; a chunk already stored wins */
+  insertLogChunk: `INSERT INTO log_chunks (workflow_id, run_number, job_id, attempt, sequence, stream, data, timestamp_ms)
+    VALUES (@workflow_id, @run_number, @job_id, @attempt, @sequence, @stream, @data, @timestamp_ms)
+    ON CONFLICT DO NOTHING`,
+  /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? after_sequence (-1: all), ? limit (-1: no limit) */
+  getLogChunks: `SELECT * FROM log_chunks
+    WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
+    ORDER BY sequence LIMIT ?`,
+  /** ? workflow_id, ? run_number, ? job_id */
+  latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
+
+  // -------------------------------------------------------------------------------------- workers
+
+  /** ? worker_id, ? labels (JSON), ? now_ms, ? now_ms again; registered_at_ms stays from the first time */
+  upsertWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
+    ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
+    RETURNING *`,
+  /** ? worker_id, ? now_ms, ? now_ms again; a worker first seen here has no labels yet */
+  touchWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, '[]', ?, ?)
+    ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms`,
+  /** no parameters */
+  listWorkers: `SELECT * FROM workers ORDER BY worker_id`,
+  /** ? worker_id */
+  getWorker: `SELECT * FROM workers WHERE worker_id = ?`,
+} as const;
+
+export type QueryName = keyof typeof QUERIES;

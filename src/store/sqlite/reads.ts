@@ -1,0 +1,59 @@
+import type { RunKey, StoreReads } from '../store.js';
+import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
+import type { Conn } from './conn.js';
+
+/** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
+const runKeys = (keys: readonly RunKey[]) => JSON.stringify(keys.map((k) => [k.workflow_id, k.run_number]));
+
+/**
+ * The reads of the SQLite store. Each runs its statement at once; the store calls `fn` inside one
+ * read transaction, so every read of one `read(fn)` sees the same snapshot.
+ */
+export function makeReads(c: Conn): StoreReads {
+  return {
+    getWorkflow: async (id) => {
+      const row = c.q('getWorkflow').get(id) as Row | undefined;
+      return row ? toWorkflow(row) : null;
+    },
+    listWorkflows: async ({ limit, offset, jobStatus }) => {
+      const rows = jobStatus
+        ? c.q('listWorkflowsByJobStatus').all({ status: jobStatus, limit, offset })
+        : c.q('listWorkflows').all(limit, offset);
+      return (rows as Row[]).map(toWorkflow);
+    },
+    getRun: async (workflowId, runNumber) => {
+      const row = c.q('getRun').get(workflowId, runNumber) as Row | undefined;
+      return row ? toRun(row) : null;
+    },
+    getRuns: async (keys) => (keys.length === 0 ? [] : (c.q('getRuns').all(runKeys(keys)) as Row[]).map(toRun)),
+    getRunJobs: async (workflowId, runNumber) => (c.q('getRunJobs').all(workflowId, runNumber) as Row[]).map(toJob),
+    getJobsOfRuns: async (keys) =>
+      keys.length === 0 ? [] : (c.q('getJobsOfRuns').all(runKeys(keys)) as Row[]).map(toJob),
+    getJob: async (workflowId, runNumber, jobId) => {
+      const row = c.q('getJob').get(workflowId, runNumber, jobId) as Row | undefined;
+      return row ? toJob(row) : null;
+    },
+    getLease: async (leaseId) => {
+      const row = c.q('getLease').get(leaseId) as Row | undefined;
+      return row ? toLease(row) : null;
+    },
+    activeLeases: async () => (c.q('activeLeases').all() as Row[]).map(toLease),
+    getLogChunks: async ({ workflow_id, run_number, job_id, attempt, afterSequence, limit }) =>
+      (
+        c.q('getLogChunks').all(workflow_id, run_number, job_id, attempt, afterSequence ?? -1, limit ?? -1) as Row[]
+      ).map(toLogChunk),
+    latestLogAttempt: async (workflowId, runNumber, jobId) =>
+      (c.q('latestLogAttempt').get(workflowId, runNumber, jobId) as { attempt: number | null }).attempt,
+    listWorkers: async () => (c.q('listWorkers').all() as Row[]).map(toWorker),
+    getWorker: async (workerId) => {
+      const row = c.q('getWorker').get(workerId) as Row | undefined;
+      return row ? toWorker(row) : null;
+    },
+    labelSetsSince: async (afterSeq) =>
+      (c.q('labelSetsSince').all(afterSeq) as Array<{ seq: number; key: string; labels: string }>).map((r) => ({
+        seq: r.seq,
+        key: r.key,
+        labels: JSON.parse(r.labels) as string[],
+      })),
+  };
+}

@@ -1,0 +1,96 @@
+import { runStateFromCounts } from '../../domain/run-state.js';
+import type { CancelRunOutcome, JobChange, LabelSet, NewJob, RunRecord, StartRunOutcome, WorkflowRecord } from '../store.js';
+import { jobRow, toRun, toWorkflow, type Row } from '../rows.js';
+import type { Conn } from './conn.js';
+import { finishJobs } from './settle.js';
+
+/** Workflows and runs as synchronous operations (see operations.ts). */
+
+function workflowRow(rec: WorkflowRecord): Row {
+  return { ...rec, definition: JSON.stringify(rec.definition) };
+}
+
+export function createWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'exists' {
+  return c.q('insertWorkflow').run(workflowRow(rec)).changes === 1 ? 'created' : 'exists';
+}
+
+/** Creates, or replaces the definition in place (run history and latest_run stay) when it changed. */
+export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated' | 'unchanged' {
+  const row = c.q('getWorkflow').get(rec.id) as Row | undefined;
+  if (!row) {
+    c.q('insertWorkflow').run(workflowRow(rec));
+    return 'created';
+  }
+  const existing = toWorkflow(row);
+  if (existing.hash === rec.hash && existing.source === rec.source) return 'unchanged';
+  c.q('updateWorkflowDefinition').run({
+    id: rec.id,
+    name: rec.name,
+    trigger: rec.trigger,
+    definition: JSON.stringify(rec.definition),
+    source: rec.source,
+    hash: rec.hash,
+    updated_at_ms: rec.updated_at_ms,
+  });
+  return 'updated';
+}
+
+/**
+ * Run latest_run + 1. The write transaction holds SQLite's single write lock from its first statement
+ * (BEGIN IMMEDIATE), so reading latest_run and setting it cannot interleave with another start: the
+ * numbers are unique and gapless.
+ */
+export function startRun(
+  c: Conn,
+  req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number },
+): StartRunOutcome {
+  const row = c.q('getWorkflow').get(req.workflow_id) as Row | undefined;
+  if (!row) return { kind: 'not_found' };
+  const wf = toWorkflow(row);
+  if (wf.hash !== req.expected_hash) return { kind: 'stale' };
+  if (wf.latest_run > 0) {
+    const last = c.q('getRun').get(wf.id, wf.latest_run) as Row | undefined;
+    if (last && last.status === 'running') return { kind: 'active', run_number: wf.latest_run };
+  }
+  const runNumber = wf.latest_run + 1;
+  const unfinished = req.jobs.length;
+  const counts = { unfinished, failed: 0, cancelled: 0 };
+  const run: RunRecord = {
+    workflow_id: wf.id,
+    run_number: runNumber,
+    status: runStateFromCounts(counts),
+    created_at_ms: req.now_ms,
+    finished_at_ms: unfinished === 0 ? req.now_ms : null,
+  };
+  c.q('insertRun').run({ ...run, unfinished_jobs: unfinished });
+  const insertJob = c.q('insertJob');
+  const changes: JobChange[] = [];
+  for (const j of req.jobs) {
+    insertJob.run(jobRow({ ...j, workflow_id: wf.id }, runNumber));
+    changes.push({ workflow_id: wf.id, run_number: runNumber, job_id: j.job_id });
+  }
+  const insertLabelSet = c.q('insertLabelSet');
+  for (const set of req.label_sets) insertLabelSet.run(set.key, JSON.stringify(set.labels));
+  c.q('setLatestRun').run(runNumber, wf.id);
+  return { kind: 'started', run, changes };
+}
+
+/** Cancels what is left of the latest run, voiding the leases of its running jobs. */
+export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRunOutcome {
+  const row = c.q('getWorkflow').get(workflowId) as Row | undefined;
+  if (!row) return { kind: 'not_found' };
+  const latest = row.latest_run as number;
+  if (latest === 0) return { kind: 'idle' };
+  const runRow = c.q('getRun').get(workflowId, latest) as Row | undefined;
+  if (!runRow || toRun(runRow).status !== 'running') return { kind: 'idle' };
+  c.q('cancelRunLeases').run(workflowId, latest);
+  const cancelled = (c.q('cancelRunJobs').all(nowMs, workflowId, latest) as Array<{ row_id: number; job_id: string }>).sort(
+    (a, b) => a.row_id - b.row_id,
+  );
+  const run = { workflow_id: workflowId, run_number: latest };
+  finishJobs(c, run, { finished: cancelled.length, failed: 0, cancelled: cancelled.length }, nowMs);
+  // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
+  c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
+  const jobs = cancelled.map((j) => j.job_id);
+  return { kind: 'cancelled', run_number: latest, jobs, changes: jobs.map((job_id) => ({ ...run, job_id })) };
+}

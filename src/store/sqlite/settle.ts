@@ -1,0 +1,81 @@
+import { planFailure } from '../../domain/retry.js';
+import { runStateFromCounts } from '../../domain/run-state.js';
+import type { JobChange, JobRecord } from '../store.js';
+import { toJob, type Row } from '../rows.js';
+import type { Conn } from './conn.js';
+
+/**
+ * The steps several operations share: failing a job by its retry plan, keeping the run's counters and
+ * settling the run. Synchronous, like every operation (see operations.ts).
+ */
+
+export function change(j: { workflow_id: string; run_number: number; job_id: string }): JobChange {
+  return { workflow_id: j.workflow_id, run_number: j.run_number, job_id: j.job_id };
+}
+
+export function jobByRowId(c: Conn, rowId: number): JobRecord | null {
+  const row = c.q('getJobByRowId').get(rowId) as Row | undefined;
+  return row ? toJob(row) : null;
+}
+
+/**
+ * Counts jobs that just reached a terminal state on their run and, when none is left unfinished,
+ * records how the run ended (README "How a run works"). The counter lives on the run row, so the
+ * transaction that finishes the last job is the one that sees zero.
+ */
+export function finishJobs(
+  c: Conn,
+  run: { workflow_id: string; run_number: number },
+  counts: { finished: number; failed: number; cancelled: number },
+  nowMs: number,
+): void {
+  if (counts.finished === 0) return;
+  const r = c.q('countFinishedJobs').get({ workflow_id: run.workflow_id, run_number: run.run_number, ...counts }) as
+    | { status: string; unfinished_jobs: number; failed_jobs: number; cancelled_jobs: number }
+    | undefined;
+  if (!r || r.unfinished_jobs > 0 || r.status !== 'running') return;
+  const state = runStateFromCounts({ unfinished: r.unfinished_jobs, failed: r.failed_jobs, cancelled: r.cancelled_jobs });
+  c.q('settleRun').run(state, nowMs, run.workflow_id, run.run_number);
+}
+
+/**
+ * Applies a failure to a job by its retry plan: back in the queue for the next attempt, or failed for
+ * good with everything pending downstream skipped and the run settled if it is over. Returns the job
+ * as it is afterwards; the jobs it changed are appended to `changes`.
+ */
+export function applyFailure(
+  c: Conn,
+  job: JobRecord,
+  error: string,
+  retryable: boolean,
+  nowMs: number,
+  changes: JobChange[],
+): JobRecord {
+  changes.push(change(job));
+  const plan = planFailure(job, retryable, nowMs);
+  if (plan.kind === 'retry') {
+    return toJob(
+      c.q('requeueJob').get({
+        row_id: job.row_id,
+        attempt: plan.attempt,
+        now_ms: nowMs,
+        delayed_until_ms: plan.delayed_until_ms,
+        ready_at_ms: plan.ready_at_ms,
+        error,
+      }) as Row,
+    );
+  }
+  const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
+  const skipped = job.dependents.length === 0 ? [] : (c.q('skipDownstream').all({
+    workflow_id: job.workflow_id,
+    run_number: job.run_number,
+    dependents: JSON.stringify(job.dependents),
+    now_ms: nowMs,
+    error: `upstream job "${job.job_id}" failed`,
+  }) as Array<{ row_id: number; job_id: string }>);
+  skipped.sort((a, b) => a.row_id - b.row_id);
+  for (const s of skipped) changes.push({ workflow_id: job.workflow_id, run_number: job.run_number, job_id: s.job_id });
+  const ended = 1 + skipped.length;
+  finishJobs(c, job, { finished: ended, failed: ended, cancelled: 0 }, nowMs);
+  return failed;
+}

@@ -1,0 +1,163 @@
+import { leaseExpiresAt } from '../../domain/lease.js';
+import { storableText } from '../../domain/text.js';
+import type { Outputs } from '../../domain/types.js';
+import type {
+  Claimed,
+  ClaimRequest,
+  CompleteOutcome,
+  FailOutcome,
+  HeartbeatOutcome,
+  IncomingChunk,
+  JobChange,
+  LeaseRecord,
+  LogChunkRecord,
+  PushLogsOutcome,
+  WorkerRecord,
+} from '../store.js';
+import { toJob, toLease, toWorker, type Row } from '../rows.js';
+import type { Conn } from './conn.js';
+import { checkLease, runsUnder, settleLease } from './lease-check.js';
+import { applyFailure, change, finishJobs, jobByRowId } from './settle.js';
+
+/**
+ * The worker protocol as synchronous operations: each runs its statements with no await between them,
+ * inside whatever transaction the caller opened (see operations.ts).
+ */
+
+/**
+ * Hands out up to `max` claimable jobs: one ordered range read of jobs_claim per label key, merged by
+ * (ready_at_ms, row_id), the oldest taken. The write transaction keeps every other writer out, and the
+ * update re-checks `queued`, so a job is handed out once per attempt.
+ */
+export function claim(c: Conn, req: ClaimRequest): Claimed[] {
+  const now = req.now_ms;
+  c.q('upsertWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
+  const max = Math.min(req.max, req.lease_ids.length);
+  if (max <= 0 || req.label_keys.length === 0) return [];
+  const candidates: Array<{ row_id: number; ready_at_ms: number }> = [];
+  const read = c.q('claimCandidates');
+  for (const key of new Set(req.label_keys)) {
+    for (const r of read.all(key, now, max) as Array<{ row_id: number; ready_at_ms: number }>) candidates.push(r);
+  }
+  candidates.sort((a, b) => a.ready_at_ms - b.ready_at_ms || a.row_id - b.row_id);
+  const claimed: Claimed[] = [];
+  for (const cand of candidates) {
+    if (claimed.length >= max) break;
+    const leaseId = req.lease_ids[claimed.length]!;
+    const row = c.q('startJob').get({ row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId }) as
+      | Row
+      | undefined;
+    if (!row) continue;
+    const job = toJob(row);
+    const lease: LeaseRecord = {
+      lease_id: leaseId,
+      job_row_id: job.row_id,
+      workflow_id: job.workflow_id,
+      run_number: job.run_number,
+      job_id: job.job_id,
+      attempt: job.attempt,
+      worker_id: req.worker_id,
+      ttl_secs: req.ttl_secs,
+      granted_at_ms: now,
+      renewed_at_ms: now,
+      expires_at_ms: leaseExpiresAt(now, req.ttl_secs),
+      state: 'active',
+    };
+    c.q('insertLease').run(lease);
+    claimed.push({ job, lease });
+  }
+  return claimed;
+}
+
+/** Leases handed back unused (the claimant went away): their jobs return to their place in the queue. */
+export function releaseLeases(c: Conn, leaseIds: readonly string[]): JobChange[] {
+  const changes: JobChange[] = [];
+  for (const leaseId of leaseIds) {
+    const lease = settleLease(c, leaseId, 'released');
+    if (!lease) continue;
+    const job = jobByRowId(c, lease.job_row_id);
+    if (!job || !runsUnder(job, lease)) continue;
+    c.q('unclaimJob').run(job.row_id, leaseId);
+    changes.push(change(job));
+  }
+  return changes;
+}
+
+export function heartbeat(c: Conn, leaseId: string, nowMs: number): HeartbeatOutcome {
+  const check = checkLease(c, leaseId, nowMs);
+  if (check.kind === 'cancelled') return { kind: 'cancelled', lease: check.lease };
+  if (check.kind !== 'live') return check;
+  const row = c.q('renewLease').get(nowMs, leaseExpiresAt(nowMs, check.lease.ttl_secs), leaseId) as Row;
+  return { kind: 'renewed', lease: toLease(row) };
+}
+
+/**
+ * The job succeeds; each direct dependent counts one need fewer, and those reaching zero are queued
+ * with the outputs of their needs (README "How a run works": one transaction).
+ */
+export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: number): CompleteOutcome {
+  const check = checkLease(c, leaseId, nowMs);
+  if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
+  if (check.kind !== 'live') return check;
+  settleLease(c, leaseId, 'completed');
+  const job = toJob(
+    c.q('succeedJob').get({ row_id: check.job.row_id, lease_id: leaseId, now_ms: nowMs, outputs: JSON.stringify(outputs) }) as Row,
+  );
+  const changes: JobChange[] = [change(job)];
+  const enqueued: string[] = [];
+  for (const dependent of job.dependents) {
+    const r = c.q('decrementPendingNeeds').get(job.workflow_id, job.run_number, dependent) as
+      | { row_id: number; pending_needs: number }
+      | undefined;
+    if (!r || r.pending_needs > 0) continue;
+    c.q('enqueueReady').run({ row_id: r.row_id, now_ms: nowMs });
+    enqueued.push(dependent);
+    changes.push({ workflow_id: job.workflow_id, run_number: job.run_number, job_id: dependent });
+  }
+  finishJobs(c, job, { finished: 1, failed: 0, cancelled: 0 }, nowMs);
+  return { kind: 'completed', job, enqueued, changes };
+}
+
+export function fail(c: Conn, leaseId: string, error: string, retryable: boolean, nowMs: number): FailOutcome {
+  const check = checkLease(c, leaseId, nowMs);
+  if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
+  if (check.kind !== 'live') return check;
+  settleLease(c, leaseId, 'failed');
+  const changes: JobChange[] = [];
+  const job = applyFailure(c, check.job, storableText(error), retryable, nowMs, changes);
+  return { kind: 'failed', job, changes };
+}
+
+/** Chunks of the lease's attempt; also on a cancelled lease, so a cancelled job's last words are kept. */
+export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): PushLogsOutcome {
+  const check = checkLease(c, leaseId, nowMs);
+  if (check.kind !== 'live' && check.kind !== 'cancelled') return check;
+  const { lease } = check;
+  for (const [index, chunk] of chunks.entries()) {
+    if (chunk.workflow_id !== undefined && chunk.workflow_id !== lease.workflow_id) {
+      return { kind: 'mismatch', lease, index, field: 'workflow_id', value: chunk.workflow_id };
+    }
+    if (chunk.job_id !== undefined && chunk.job_id !== lease.job_id) {
+      return { kind: 'mismatch', lease, index, field: 'job_id', value: chunk.job_id };
+    }
+  }
+  const insert = c.q('insertLogChunk');
+  for (const chunk of chunks) {
+    const rec: LogChunkRecord = {
+      workflow_id: lease.workflow_id,
+      run_number: lease.run_number,
+      job_id: lease.job_id,
+      attempt: lease.attempt,
+      sequence: chunk.sequence,
+      stream: chunk.stream ?? 'stdout',
+      data: storableText(chunk.data),
+      timestamp_ms: chunk.timestamp_ms ?? nowMs,
+    };
+    insert.run(rec);
+  }
+  return { kind: 'stored', lease, accepted: chunks.length };
+}
+
+export function registerWorker(c: Conn, workerId: string, labels: readonly string[], nowMs: number): WorkerRecord {
+  return toWorker(c.q('upsertWorker').get(workerId, JSON.stringify(labels), nowMs, nowMs) as Row);
+}

@@ -1,0 +1,66 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { SqliteStoreOptions } from './connection.js';
+import type { OperationName, WriteResult } from './group-commit.js';
+
+// The thread runs the same module format as this file: .js when built, .ts from source (tests, tsx).
+const EXT = path.extname(fileURLToPath(import.meta.url));
+const THREAD_FILE = new URL(`./writer-thread${EXT}`, import.meta.url);
+
+/** A loader registered with `--import` in the main thread does not reach worker threads: register it there. */
+function startThread(workerData: unknown): Worker {
+  if (EXT !== '.ts') return new Worker(THREAD_FILE, { workerData });
+  const boot = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(THREAD_FILE.href)}); })`;
+  return new Worker(boot, { eval: true, workerData });
+}
+
+/** The main thread's side of the writer thread: each call is answered once its batch has committed. */
+export class ThreadWriter {
+  private readonly thread: Worker;
+  private readonly pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  private nextId = 1;
+  private failure: Error | null = null;
+  private readonly exited: Promise<void>;
+
+  constructor(file: string, opts: SqliteStoreOptions) {
+    this.thread = startThread({ file, opts });
+    this.thread.on('message', (results: WriteResult[]) => {
+      for (const r of results) {
+        const p = this.pending.get(r.id);
+        if (!p) continue;
+        this.pending.delete(r.id);
+        if (r.ok) p.resolve(r.value);
+        else p.reject(Object.assign(new Error(r.message), { stack: r.stack ?? r.message }));
+      }
+    });
+    this.thread.on('error', (err) => this.fail(new Error(`SQLite writer thread failed: ${err.message}`, { cause: err })));
+    this.exited = new Promise((resolve) =>
+      this.thread.once('exit', (code) => {
+        this.fail(new Error(`SQLite writer thread exited (code ${code})`));
+        resolve();
+      }),
+    );
+  }
+
+  call<T>(op: OperationName, args: unknown[]): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.thread.postMessage({ id, op, args });
+    });
+  }
+
+  /** Finishes what was sent, closes the write connection and ends the thread. */
+  async close(): Promise<void> {
+    if (!this.failure) this.thread.postMessage({ close: true });
+    await this.exited;
+  }
+
+  private fail(err: Error): void {
+    this.failure ??= err;
+    for (const p of this.pending.values()) p.reject(this.failure);
+    this.pending.clear();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * Conformance under real concurrency (docs/architecture.md "Store"): several stores on one database,
+ * each with its own connection (SQLite) or pool (PostgreSQL), and then several processes. Nothing in
+ * the test serializes the racers; whatever keeps the outcomes right must be the store's own locking.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe } from 'node:test';
+import type { Store } from '../../src/store/store.js';
+import { ChildActor, inProcessActor, startSoon, type Actor } from './actors.js';
+import type { Case, ConformanceOptions, StoreHandle } from './conformance.js';
+import { buildJobs, HASH, labelSetsOf } from './fixtures.js';
+import { cancelVersusComplete, claimRace, claimVersusCancel, completeVersusExpiry, doubleComplete, joinRace, type Instant } from './races.js';
+
+const RACE_TIMEOUT = 120_000;
+/** In one process the racers start in the same tick; children get a moment to receive the request. */
+const together: Instant = () => Date.now();
+const acrossProcesses: Instant = () => startSoon(60);
+
+async function withActors(h: StoreHandle, n: number, fn: (actors: Actor[], stores: Store[]) => Promise<void>): Promise<void> {
+  const stores = await Promise.all(Array.from({ length: n }, () => h.another()));
+  try {
+    await fn(stores.map((s, i) => inProcessActor(`store${i + 1}`, s)), stores);
+  } finally {
+    await Promise.all(stores.map((s) => s.close()));
+  }
+}
+
+export function concurrencyCases(withStore: Case, opts: ConformanceOptions): void {
+  describe('stores on one database', () => {
+    withStore('64 concurrent claims on 10 jobs hand each job out exactly once', async (store, h) => {
+      await withActors(h, 4, (actors) => claimRace(store, actors, together));
+    });
+
+    withStore(`siblings of a join complete at the same instant, ${opts.joinRaces} times: the join is queued once`, async (store, h) => {
+      await withActors(h, 2, (actors) => joinRace(store, actors, opts.joinRaces, together));
+    }, { timeout: RACE_TIMEOUT });
+
+    withStore('complete racing expireLeases on a lease out of time: exactly one outcome applies', async (store, h) => {
+      await withActors(h, 3, async (actors) => {
+        await completeVersusExpiry(store, actors, 100, 1000, false, together);
+        await completeVersusExpiry(store, actors, 100, 100_000, true, together);
+      });
+    }, { timeout: RACE_TIMEOUT });
+
+    withStore('two completes of one lease: one completes, the other finds it settled', async (store, h) => {
+      await withActors(h, 2, (actors) => doubleComplete(store, actors, 100, together));
+    }, { timeout: RACE_TIMEOUT });
+
+    withStore('cancelRun racing completes of its jobs: each job ends success or cancelled, never both; the run settles', async (store, h) => {
+      await withActors(h, 2, (_actors, [completer, canceller]) => cancelVersusComplete(store, completer!, canceller!, 100));
+    }, { timeout: RACE_TIMEOUT });
+
+    withStore('claims racing cancelRun: whatever was claimed gets cancelled with its lease', async (store, h) => {
+      await withActors(h, 2, (_actors, [claimer, canceller]) => claimVersusCancel(store, claimer!, canceller!, 100));
+    }, { timeout: RACE_TIMEOUT });
+
+    withStore('concurrent startRun on one workflow: one run starts, the others see it active; numbers stay gapless', async (store, h) => {
+      await withActors(h, 4, async (_actors, stores) => {
+        await store.createWorkflow({
+          id: 'w', name: 'W', trigger: null, definition: { id: 'w', name: 'W', trigger: null, env: {}, jobs: [] },
+          source: 'api', hash: HASH, created_at_ms: 1, updated_at_ms: 1, latest_run: 0,
+        });
+        for (const round of [1, 2, 3]) {
+          const now = round * 1000;
+          const jobs = buildJobs('w', now, { a: {} });
+          const req = { workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: now };
+          const outs = await Promise.all(stores.flatMap((s) => [s.startRun(req), s.startRun(req)]));
+          const started = outs.filter((o) => o.kind === 'started');
+          assert.equal(started.length, 1, `round ${round}: exactly one run starts`);
+          assert.equal(started[0]!.kind === 'started' && started[0]!.run.run_number, round);
+          assert.deepEqual(
+            outs.filter((o) => o.kind !== 'started'),
+            Array.from({ length: outs.length - 1 }, () => ({ kind: 'active', run_number: round })),
+          );
+          assert.equal((await store.cancelRun('w', now + 1)).kind, 'cancelled');
+        }
+        const runs = await store.read((r) => r.getRuns([1, 2, 3, 4].map((n) => ({ workflow_id: 'w', run_number: n }))));
+        assert.deepEqual(runs.map((r) => r.run_number).sort(), [1, 2, 3]);
+      });
+    });
+  });
+
+  describe('separate processes on one database', () => {
+    const children: ChildActor[] = [];
+    before(() => {
+      for (let i = 1; i <= 3; i++) children.push(new ChildActor(`process${i}`));
+    });
+    after(() => Promise.all(children.map((c) => c.close())));
+
+    const withChildren = (title: string, n: number, fn: (store: Store, actors: Actor[]) => Promise<void>) =>
+      withStore(title, async (store, h) => {
+        const used = children.slice(0, n);
+        await Promise.all(used.map((c) => c.open(h.target)));
+        try {
+          await fn(store, used);
+        } finally {
+          await Promise.all(used.map((c) => c.release()));
+        }
+      }, { timeout: RACE_TIMEOUT });
+
+    withChildren('64 concurrent claims from 3 processes on 10 jobs hand each job out exactly once', 3, (store, actors) =>
+      claimRace(store, actors, acrossProcesses),
+    );
+
+    const n = Math.min(opts.joinRaces, 100);
+    withChildren(`siblings of a join completed by two processes at once, ${n} times: the join is queued once`, 2, (store, actors) =>
+      joinRace(store, actors, n, acrossProcesses),
+    );
+
+    withChildren('a process completing while two processes reap the same leases: exactly one outcome applies', 3, async (store, actors) => {
+      await completeVersusExpiry(store, actors, 100, 1000, false, acrossProcesses);
+      await completeVersusExpiry(store, actors, 100, 100_000, true, acrossProcesses);
+    });
+
+    withChildren('two processes completing the same leases: one completes, the other finds it settled', 2, (store, actors) =>
+      doubleComplete(store, actors, 100, acrossProcesses),
+    );
+  });
+}

@@ -1,0 +1,169 @@
+/** Conformance: the reaper's two sweeps, log chunks, workers and the many-run reads. */
+import assert from 'node:assert/strict';
+import { LEASE_EXPIRED_ERROR, timedOutError } from '../../src/domain/retry.js';
+import type { Case } from './conformance.js';
+import { change, claim, claimOne, complete, job, lease, read, runStatus, sortedChanges, start, wfRecord } from './fixtures.js';
+
+export function reaperAndLogCases(withStore: Case): void {
+  withStore('expireLeases settles each lease past its expiry once, at most `limit` per call', async (store) => {
+    await start(store, 'w', 1000, { a: { max_retries: 2 }, b: { max_retries: 2 }, c: { max_retries: 2 }, d: { max_retries: 2 } });
+    const first = await claim(store, 1000, { max: 3, ttl: 10 });
+    const later = await claimOne(store, 5000, 'd', { ttl: 10 });
+    assert.deepEqual(await store.expireLeases(11_000, 10), [], 'a lease is alive up to its expiry');
+    const one = await store.expireLeases(11_001, 2);
+    const two = await store.expireLeases(11_001, 2);
+    assert.deepEqual([one.length, two.length], [2, 1]);
+    assert.deepEqual(sortedChanges([...one, ...two]), sortedChanges(['a', 'b', 'c'].map((id) => change('w', id))));
+    assert.deepEqual(await store.expireLeases(11_001, 10), [], 'a second sweep finds nothing');
+    for (const c of first) {
+      const j = await job(store, 'w', c.job.job_id);
+      assert.deepEqual([j.status, j.attempt, j.error, j.ready_at_ms], ['queued', 1, LEASE_EXPIRED_ERROR, 11_001]);
+      assert.equal((await lease(store, c.lease.lease_id)).state, 'expired');
+    }
+    assert.equal((await job(store, 'w', 'd')).status, 'running');
+    assert.deepEqual((await read(store, (r) => r.activeLeases())).map((l) => l.lease_id), [later.lease.lease_id]);
+    assert.deepEqual(await store.expireLeases(15_001, 10), [change('w', 'd')]);
+  });
+
+  withStore('an expiry with no budget left fails the job, skips downstream and settles the run', async (store) => {
+    await start(store, 'w', 1000, { a: {}, b: { needs: ['a'] } });
+    await claimOne(store, 1000, 'a', { ttl: 10 });
+    const changes = await store.expireLeases(12_000, 10);
+    assert.deepEqual(sortedChanges(changes), sortedChanges([change('w', 'a'), change('w', 'b')]));
+    assert.deepEqual((await read(store, (r) => r.getRunJobs('w', 1))).map((j) => j.status), ['failed', 'skipped']);
+    assert.deepEqual(await runStatus(store, 'w'), { status: 'failed', finished_at_ms: 12_000 });
+  });
+
+  withStore('timeOutJobs settles running jobs past their deadline once', async (store) => {
+    await start(store, 'w', 1000, { t: { max_retries: 1, timeout_secs: 5 }, u: {} });
+    const [t, u] = await claim(store, 1000, { max: 2, ttl: 3600 });
+    assert.deepEqual([t?.job.job_id, u?.job.job_id], ['t', 'u']);
+    assert.deepEqual(await store.timeOutJobs(6000, 10), [], 'at its deadline a job still runs');
+    assert.deepEqual(await store.timeOutJobs(6001, 10), [change('w', 't')]);
+    assert.deepEqual(await store.timeOutJobs(6001, 10), []);
+    const j = await job(store, 'w', 't');
+    assert.deepEqual([j.status, j.attempt, j.error, j.deadline_ms, j.lease_id], ['queued', 1, timedOutError(5), null, null]);
+    assert.equal((await lease(store, t!.lease.lease_id)).state, 'timed_out');
+    // The timed-out lease is no longer active, so the expiry sweep leaves it alone.
+    assert.deepEqual(await store.expireLeases(10_000_000, 10), [change('w', 'u')]);
+    assert.equal((await job(store, 'w', 't')).attempt, 1);
+  });
+
+  withStore('pushLogs stores the lease’s attempt with defaults; a repeated sequence keeps its first copy', async (store) => {
+    await start(store, 'w', 1000, { a: {} });
+    const c = await claimOne(store, 1000, 'a');
+    const out = await store.pushLogs(
+      c.lease.lease_id,
+      [
+        { sequence: 1, data: 'b\u0000c\u0000', stream: 'stderr', timestamp_ms: 7 },
+        { sequence: 0, data: 'a' },
+        { sequence: 2, data: 'x', workflow_id: 'w', job_id: 'a' },
+      ],
+      3000,
+    );
+    assert.equal(out.kind, 'stored');
+    assert.equal(out.kind === 'stored' && out.accepted, 3);
+    const q = { workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 };
+    const base = { workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 };
+    assert.deepEqual(await read(store, (r) => r.getLogChunks(q)), [
+      { ...base, sequence: 0, stream: 'stdout', data: 'a', timestamp_ms: 3000 },
+      { ...base, sequence: 1, stream: 'stderr', data: 'b\uFFFDc\uFFFD', timestamp_ms: 7 },
+      { ...base, sequence: 2, stream: 'stdout', data: 'x', timestamp_ms: 3000 },
+    ]);
+    const again = await store.pushLogs(c.lease.lease_id, [{ sequence: 1, data: 'DUPLICATE' }, { sequence: 3, data: 'd' }], 4000);
+    assert.equal(again.kind === 'stored' && again.accepted, 2, 'accepted counts every chunk sent');
+    const all = await read(store, (r) => r.getLogChunks(q));
+    assert.deepEqual(all.map((ch) => ch.data), ['a', 'b\uFFFDc\uFFFD', 'x', 'd']);
+    const page = await read(store, (r) => r.getLogChunks({ ...q, afterSequence: 1, limit: 1 }));
+    assert.deepEqual(page.map((ch) => ch.sequence), [2]);
+    assert.equal((await read(store, (r) => r.getWorker('wk')))?.last_seen_ms, 4000);
+  });
+
+  withStore('pushLogs with a chunk naming another workflow or job stores nothing', async (store) => {
+    await start(store, 'w', 1000, { a: {} });
+    const c = await claimOne(store, 1000, 'a');
+    const wrongWf = await store.pushLogs(c.lease.lease_id, [{ sequence: 0, data: 'ok' }, { sequence: 1, data: 'no', workflow_id: 'other' }], 2000);
+    assert.deepEqual(wrongWf, { kind: 'mismatch', lease: await lease(store, c.lease.lease_id), index: 1, field: 'workflow_id', value: 'other' });
+    const wrongJob = await store.pushLogs(c.lease.lease_id, [{ sequence: 0, data: 'no', job_id: 'zz', workflow_id: 'w' }], 2000);
+    assert.equal(wrongJob.kind, 'mismatch');
+    assert.deepEqual(
+      wrongJob.kind === 'mismatch' && [wrongJob.index, wrongJob.field, wrongJob.value],
+      [0, 'job_id', 'zz'],
+    );
+    assert.deepEqual(await read(store, (r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 })), []);
+    assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'a')), null);
+  });
+
+  withStore('logs are kept per attempt; latestLogAttempt names the newest attempt that logged', async (store) => {
+    await start(store, 'w', 1000, { a: { max_retries: 2 } });
+    const q = (attempt: number) => ({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt });
+    assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'a')), null);
+    const first = await claimOne(store, 1000, 'a');
+    await store.pushLogs(first.lease.lease_id, [{ sequence: 0, data: 'try 0' }], 1100);
+    await store.fail(first.lease.lease_id, 'again', true, 1200);
+    assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'a')), 0, 'a job waiting for its retry still shows why');
+    const second = await claimOne(store, 1200, 'a');
+    await store.pushLogs(second.lease.lease_id, [{ sequence: 0, data: 'try 1' }, { sequence: 1, data: 'more' }], 1300);
+    assert.deepEqual((await read(store, (r) => r.getLogChunks(q(0)))).map((c) => c.data), ['try 0']);
+    assert.deepEqual((await read(store, (r) => r.getLogChunks(q(1)))).map((c) => [c.attempt, c.data]), [[1, 'try 1'], [1, 'more']]);
+    assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'a')), 1);
+    assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'zz')), null);
+  });
+
+  withStore('registerWorker creates, then updates labels and last-seen, keeping the registration time', async (store) => {
+    assert.deepEqual(await store.registerWorker('w1', ['a', 'b'], 1000), {
+      worker_id: 'w1',
+      labels: ['a', 'b'],
+      registered_at_ms: 1000,
+      last_seen_ms: 1000,
+    });
+    assert.deepEqual(await store.registerWorker('w1', ['c'], 2000), { worker_id: 'w1', labels: ['c'], registered_at_ms: 1000, last_seen_ms: 2000 });
+    await store.registerWorker('w0', [], 2500);
+    assert.deepEqual(await claim(store, 3000, { worker: 'w1', labels: ['d'] }), []);
+    const all = await read(store, (r) => r.listWorkers());
+    assert.deepEqual(
+      [...all].sort((x, y) => x.worker_id.localeCompare(y.worker_id)),
+      [
+        { worker_id: 'w0', labels: [], registered_at_ms: 2500, last_seen_ms: 2500 },
+        { worker_id: 'w1', labels: ['d'], registered_at_ms: 1000, last_seen_ms: 3000 },
+      ],
+    );
+    assert.equal(await read(store, (r) => r.getWorker('nobody')), null);
+  });
+
+  withStore('reads: many runs and their jobs in one call, unknown keys left out; single reads of unknowns are null', async (store) => {
+    await start(store, 'a', 1000, { a1: {}, a2: { needs: ['a1'] } });
+    await store.cancelRun('a', 1500);
+    await start(store, 'a', 2000, { a3: {}, a4: {} });
+    await start(store, 'b', 3000, { b2: {}, b1: {} });
+    await store.createWorkflow(wfRecord('idle'));
+    const keys = [
+      { workflow_id: 'b', run_number: 1 },
+      { workflow_id: 'a', run_number: 2 },
+      { workflow_id: 'zz', run_number: 1 },
+      { workflow_id: 'a', run_number: 1 },
+      { workflow_id: 'idle', run_number: 1 },
+    ];
+    const runs = await read(store, (r) => r.getRuns(keys));
+    assert.deepEqual(runs.map((r) => [r.workflow_id, r.run_number, r.status, r.created_at_ms]).sort(), [
+      ['a', 1, 'cancelled', 1000],
+      ['a', 2, 'running', 2000],
+      ['b', 1, 'running', 3000],
+    ]);
+    const jobs = await read(store, (r) => r.getJobsOfRuns(keys));
+    const of = (wf: string, run: number) => jobs.filter((j) => j.workflow_id === wf && j.run_number === run).map((j) => j.job_id);
+    assert.deepEqual([of('a', 1), of('a', 2), of('b', 1), jobs.length], [['a1', 'a2'], ['a3', 'a4'], ['b2', 'b1'], 6]);
+    assert.deepEqual(await read(store, (r) => r.getRuns([])), []);
+    assert.deepEqual(await read(store, (r) => r.getJobsOfRuns([])), []);
+    assert.equal(await read(store, (r) => r.getRun('a', 9)), null);
+    assert.equal(await read(store, (r) => r.getJob('a', 1, 'nope')), null);
+    assert.equal(await read(store, (r) => r.getLease('nope')), null);
+    assert.deepEqual(await read(store, (r) => r.getRunJobs('zz', 1)), []);
+
+    const got = await claim(store, 4000, { max: 3 });
+    assert.deepEqual(got.map((c) => c.job.job_id), ['a3', 'a4', 'b2']);
+    await complete(store, got[0]!.lease.lease_id, {}, 4100);
+    await store.fail(got[1]!.lease.lease_id, 'x', false, 4200);
+    assert.deepEqual((await read(store, (r) => r.activeLeases())).map((l) => l.lease_id), [got[2]!.lease.lease_id]);
+  });
+}

@@ -1,0 +1,195 @@
+/** Conformance: workflows, starting runs and cancelling them. */
+import assert from 'node:assert/strict';
+import { labelKey } from '../../src/domain/labels.js';
+import type { Case } from './conformance.js';
+import {
+  HASH,
+  buildJobs,
+  change,
+  claim,
+  claimOne,
+  complete,
+  job,
+  labelSetsOf,
+  lease,
+  read,
+  runStatus,
+  sortedChanges,
+  start,
+  wfRecord,
+} from './fixtures.js';
+
+export function runCases(withStore: Case): void {
+  withStore('createWorkflow creates once; a taken id answers exists and changes nothing', async (store) => {
+    assert.equal(await store.createWorkflow(wfRecord('a', 1000)), 'created');
+    assert.equal(await store.createWorkflow(wfRecord('a', 2000, { name: 'Other', hash: 'h2', source: 'file' })), 'exists');
+    assert.deepEqual(await read(store, (r) => r.getWorkflow('a')), wfRecord('a', 1000));
+    assert.equal(await read(store, (r) => r.getWorkflow('zz')), null);
+  });
+
+  withStore('saveWorkflow: created, unchanged for the same hash and source, updated in place otherwise', async (store) => {
+    assert.equal(await store.saveWorkflow(wfRecord('a', 1000)), 'created');
+    assert.deepEqual(await read(store, (r) => r.getWorkflow('a')), wfRecord('a', 1000));
+    await start(store, 'a', 1500, { j: {} });
+
+    assert.equal(await store.saveWorkflow(wfRecord('a', 2000, { name: 'Ignored' })), 'unchanged');
+    assert.deepEqual(await read(store, (r) => r.getWorkflow('a')), wfRecord('a', 1000, { latest_run: 1 }));
+
+    const renamed = wfRecord('a', 9999, { name: 'Renamed', hash: 'h2', updated_at_ms: 3000 });
+    assert.equal(await store.saveWorkflow(renamed), 'updated');
+    // created_at_ms is taken only on creation; the run history and latest_run stay.
+    assert.deepEqual(await read(store, (r) => r.getWorkflow('a')), { ...renamed, created_at_ms: 1000, latest_run: 1 });
+    assert.equal((await runStatus(store, 'a')).status, 'running');
+
+    const moved = wfRecord('a', 1000, { name: 'Renamed', hash: 'h2', source: 'file', updated_at_ms: 4000 });
+    assert.equal(await store.saveWorkflow(moved), 'updated', 'a different source alone is an update');
+    assert.deepEqual(await read(store, (r) => r.getWorkflow('a')), { ...moved, latest_run: 1 });
+  });
+
+  withStore('listWorkflows pages by id and filters by a job state of the latest run (idle counts as pending)', async (store) => {
+    for (const id of ['c', 'a', 'b']) await store.createWorkflow(wfRecord(id));
+    await start(store, 'ran', 1000, { x: {}, y: { needs: ['x'] } });
+    const ids = async (q: { limit: number; offset: number; jobStatus?: 'pending' | 'queued' | 'failed' }) =>
+      (await read(store, (r) => r.listWorkflows(q))).map((w) => w.id);
+    assert.deepEqual(await ids({ limit: 2, offset: 1 }), ['b', 'c']);
+    assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'queued' }), ['ran']);
+    assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'pending' }), ['a', 'b', 'c', 'ran']);
+    assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'failed' }), []);
+  });
+
+  withStore('startRun refuses an unknown workflow and a stale hash, changing nothing', async (store) => {
+    const jobs = buildJobs('w', 1000, { a: {} });
+    const req = { workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 1000 };
+    assert.deepEqual(await store.startRun(req), { kind: 'not_found' });
+    await store.createWorkflow(wfRecord('w'));
+    assert.deepEqual(await store.startRun({ ...req, expected_hash: 'other' }), { kind: 'stale' });
+    assert.equal((await read(store, (r) => r.getWorkflow('w')))?.latest_run, 0);
+    assert.equal(await read(store, (r) => r.getRun('w', 1)), null);
+    assert.deepEqual(await read(store, (r) => r.getRunJobs('w', 1)), []);
+  });
+
+  withStore('startRun: run 1 with roots queued and the rest pending, in the given row order, label sets recorded', async (store) => {
+    await store.createWorkflow(wfRecord('w'));
+    const jobs = buildJobs('w', 5000, {
+      build: {},
+      lint: { labels: ['linux'] },
+      test: { needs: ['build'], labels: ['gpu', 'linux'] },
+      deploy: { needs: ['test', 'lint'], max_retries: 2, backoff: { kind: 'fixed', delay_secs: 3 }, timeout_secs: 60 },
+    });
+    const out = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 5000 });
+    assert.deepEqual(out, {
+      kind: 'started',
+      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null },
+      changes: ['build', 'lint', 'test', 'deploy'].map((id) => change('w', id)),
+    });
+    const rows = await read(store, (r) => r.getRunJobs('w', 1));
+    assert.deepEqual(rows.map((j) => j.job_id), ['build', 'lint', 'test', 'deploy']);
+    for (let i = 1; i < rows.length; i++) assert.ok(rows[i]!.row_id > rows[i - 1]!.row_id, 'row_id follows the given order');
+    assert.deepEqual(
+      rows.map(({ row_id: _row, ...rest }) => rest),
+      jobs.map((j) => ({ ...j, run_number: 1 })),
+    );
+    assert.deepEqual(rows.map((j) => [j.status, j.pending_needs]), [['queued', 0], ['queued', 0], ['pending', 1], ['pending', 2]]);
+    assert.equal((await read(store, (r) => r.getWorkflow('w')))?.latest_run, 1);
+
+    const sets = await read(store, (r) => r.labelSetsSince(0));
+    assert.deepEqual(
+      sets.map((s) => ({ key: s.key, labels: s.labels })).sort((a, b) => a.key.localeCompare(b.key)),
+      [
+        { key: '', labels: [] },
+        { key: labelKey(['gpu', 'linux']), labels: ['gpu', 'linux'] },
+        { key: labelKey(['linux']), labels: ['linux'] },
+      ],
+    );
+    const last = Math.max(...sets.map((s) => s.seq));
+    // A second workflow brings one known set and one new one: only the new one is added after `last`.
+    await start(store, 'v', 6000, { p: { labels: ['linux'] }, q: { labels: ['arm'] } });
+    const added = await read(store, (r) => r.labelSetsSince(last));
+    assert.deepEqual(added.map((s) => ({ key: s.key, labels: s.labels })), [{ key: labelKey(['arm']), labels: ['arm'] }]);
+    assert.ok(added[0]!.seq > last, 'seq grows');
+    assert.equal((await read(store, (r) => r.labelSetsSince(0))).length, 4);
+  });
+
+  withStore('startRun answers active while the latest run runs; numbers go 1, 2, 3', async (store) => {
+    assert.equal(await start(store, 'w', 1000, { a: {} }), 1);
+    const jobs = buildJobs('w', 1100, { a: {} });
+    const again = { workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 1100 };
+    assert.deepEqual(await store.startRun(again), { kind: 'active', run_number: 1 });
+    const c = await claimOne(store, 1200, 'a');
+    await complete(store, c.lease.lease_id, {}, 1300);
+    assert.deepEqual(await runStatus(store, 'w', 1), { status: 'success', finished_at_ms: 1300 });
+    assert.equal(await start(store, 'w', 1400, { a: {} }), 2);
+    assert.equal((await store.cancelRun('w', 1500)).kind, 'cancelled');
+    assert.equal(await start(store, 'w', 1600, { a: {} }), 3);
+    assert.deepEqual(
+      (await read(store, (r) => r.getRuns([1, 2, 3].map((n) => ({ workflow_id: 'w', run_number: n })))))
+        .map((r) => [r.run_number, r.status])
+        .sort(),
+      [[1, 'success'], [2, 'cancelled'], [3, 'running']],
+    );
+    assert.equal((await read(store, (r) => r.getWorkflow('w')))?.latest_run, 3);
+    assert.deepEqual((await read(store, (r) => r.getRunJobs('w', 3))).map((j) => [j.job_id, j.status]), [['a', 'queued']]);
+  });
+
+  withStore('cancelRun: unknown workflow not_found, never run or already over idle', async (store) => {
+    assert.deepEqual(await store.cancelRun('nope', 1000), { kind: 'not_found' });
+    await store.createWorkflow(wfRecord('w'));
+    assert.deepEqual(await store.cancelRun('w', 1000), { kind: 'idle' });
+    await start(store, 'w', 1000, { a: {} });
+    const c = await claimOne(store, 1000, 'a');
+    await complete(store, c.lease.lease_id, {}, 1100);
+    assert.deepEqual(await store.cancelRun('w', 1200), { kind: 'idle' });
+    assert.equal((await runStatus(store, 'w')).status, 'success');
+  });
+
+  withStore('cancelRun cancels pending, queued and running jobs and their leases; late lease calls change nothing', async (store) => {
+    await start(store, 'w', 1000, {
+      run: { timeout_secs: 60 },
+      done: {},
+      waiting: {},
+      below: { needs: ['run'] },
+    });
+    const [running, finished] = await claim(store, 2000, { max: 2 });
+    assert.deepEqual([running?.job.job_id, finished?.job.job_id], ['run', 'done']);
+    await complete(store, finished!.lease.lease_id, { o: '1' }, 2500);
+    assert.equal((await job(store, 'w', 'run')).deadline_ms, 62_000);
+
+    const out = await store.cancelRun('w', 3000);
+    assert.equal(out.kind, 'cancelled');
+    if (out.kind !== 'cancelled') return;
+    assert.equal(out.run_number, 1);
+    assert.deepEqual(out.jobs, ['run', 'waiting', 'below'], 'the cancelled jobs in row order');
+    assert.deepEqual(sortedChanges(out.changes), sortedChanges(out.jobs.map((id) => change('w', id))));
+    for (const id of ['run', 'waiting', 'below']) {
+      const j = await job(store, 'w', id);
+      assert.deepEqual([j.status, j.finished_at_ms, j.deadline_ms], ['cancelled', 3000, null], id);
+    }
+    assert.equal((await job(store, 'w', 'done')).status, 'success');
+    assert.deepEqual(await runStatus(store, 'w'), { status: 'cancelled', finished_at_ms: 3000 });
+    const leaseId = running!.lease.lease_id;
+    assert.equal((await lease(store, leaseId)).state, 'cancelled');
+    assert.equal((await lease(store, finished!.lease.lease_id)).state, 'completed');
+    assert.deepEqual(await read(store, (r) => r.activeLeases()), []);
+    assert.deepEqual(await store.cancelRun('w', 3100), { kind: 'idle' });
+
+    const hb = await store.heartbeat(leaseId, 3200);
+    assert.equal(hb.kind, 'cancelled');
+    assert.equal(hb.kind === 'cancelled' && hb.lease.lease_id, leaseId);
+    const before = await job(store, 'w', 'run');
+    const done = await store.complete(leaseId, { late: 'yes' }, 3300);
+    assert.deepEqual(done, { kind: 'cancelled', job: before });
+    const failed = await store.fail(leaseId, 'boom', true, 3400);
+    assert.deepEqual(failed, { kind: 'cancelled', job: before });
+    assert.deepEqual(await job(store, 'w', 'run'), before, 'a late complete or fail changes nothing');
+    assert.equal((await lease(store, leaseId)).state, 'cancelled');
+
+    const logs = await store.pushLogs(leaseId, [{ sequence: 0, data: 'last words' }], 3500);
+    assert.equal(logs.kind, 'stored');
+    assert.equal(logs.kind === 'stored' && logs.accepted, 1);
+    const chunks = await read(store, (r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'run', attempt: 0 }));
+    assert.deepEqual(chunks.map((c) => c.data), ['last words']);
+    assert.deepEqual(await store.timeOutJobs(1_000_000, 10), [], 'a cancelled job has no deadline left');
+    assert.deepEqual(await store.expireLeases(1_000_000, 10), [], 'a cancelled lease is not active');
+    assert.deepEqual(await runStatus(store, 'w'), { status: 'cancelled', finished_at_ms: 3000 });
+  });
+}
