@@ -30,6 +30,8 @@ export interface ThroughputRep {
   timed_out: boolean;
   seed_ms: number | null;
   server_peak_rss_bytes: number | null;
+  /** The server's event-loop delay since it started (its /healthz), when it reports one. */
+  server_event_loop_delay_ms?: { p50: number; p99: number; max: number };
   /** The server's last output lines, kept when requests failed (a crash or a signal shows there). */
   server_log_tail?: string[];
   /** batch: how full the batches were. */
@@ -138,6 +140,10 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
     const results = await loadgens.go(s.repSecs * 1000);
     const peak = readMemory(pid).hwm_bytes;
     const rep: ThroughputRep = { ...combine(results, seeded), seed_ms: seedMs, server_peak_rss_bytes: target === 'ceiling' ? null : peak };
+    if (target !== 'ceiling') {
+      const health = (await fetch(`${origin}/healthz`).then((r) => r.json()).catch(() => null)) as { event_loop_delay_ms?: ThroughputRep['server_event_loop_delay_ms'] } | null;
+      if (health?.event_loop_delay_ms) rep.server_event_loop_delay_ms = health.event_loop_delay_ms;
+    }
     if (rep.errors + rep.warmup_errors > 0) rep.server_log_tail = logTail(fresh.server);
     return { kind: 'ok', rep };
   } finally {

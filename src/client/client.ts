@@ -271,7 +271,7 @@ export class WorkflowClient {
     return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`, undefined, undefined, opts);
   }
 
-  health(): Promise<{ ok: boolean }> {
+  health(): Promise<{ ok: boolean; event_loop_delay_ms?: { p50: number; p99: number; max: number } }> {
     return this.request('GET', '/healthz');
   }
 

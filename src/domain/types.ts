@@ -85,3 +85,13 @@ export type UpstreamOutputs = Record<string, Record<string, string>>;
 export type Outputs = Record<string, string>;
 
 export type LogStream = 'stdout' | 'stderr';
+
+/** A log chunk as a worker pushes it; the lease it comes with supplies whatever is left out. */
+export interface IncomingLogChunk {
+  workflow_id?: string;
+  job_id?: string;
+  sequence: number;
+  data: string;
+  timestamp_ms?: number;
+  stream?: LogStream;
+}

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
 import { fastifySSE } from '@fastify/sse';
@@ -65,7 +66,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Long-poll claims would hold a graceful close for up to their wait; they end with `null` instead.
   app.addHook('preClose', async () => opts.engine.close());
 
-  app.get('/healthz', async () => ({ ok: true }));
+  // How long callbacks waited for the event loop since start: the figure a blocked loop (say, on an
+  // fsync) would show first. docs/performance.md reads it under load.
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
+  app.addHook('onClose', async () => loopDelay.disable());
+  const ms = (ns: number) => Math.round(ns / 1e4) / 100;
+  app.get('/healthz', async () => ({
+    ok: true,
+    event_loop_delay_ms: { p50: ms(loopDelay.percentile(50)), p99: ms(loopDelay.percentile(99)), max: ms(loopDelay.max) },
+  }));
   workflowRoutes(app, opts.engine);
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);

@@ -21,3 +21,11 @@ export const leaseTtlSchema = { type: 'integer', minimum: 1, maximum: MAX_LEASE_
 /** Long-poll of a claim: how long to wait for a job when none fits (docs/api.md). */
 export const MAX_WAIT_SECS = 60;
 export const waitSecsSchema = { type: 'number', minimum: 0, maximum: MAX_WAIT_SECS } as const;
+
+/** The fields of a claim body; the batched claim adds max_jobs (docs/api.md). */
+export const claimBodyProperties = {
+  worker_id: workerIdSchema,
+  labels: labelsSchema,
+  lease_ttl_secs: leaseTtlSchema,
+  wait_secs: waitSecsSchema,
+} as const;

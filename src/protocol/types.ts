@@ -3,7 +3,7 @@
  * shapes and the shapes workflow-graph clients read are fixed (docs/protocol.md). Fields beyond
  * those are weft's additions, and may be added to but never renamed or re-typed.
  */
-import type { JobState, LogStream, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/types.js';
+import type { IncomingLogChunk, JobState, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/types.js';
 import type { ErrorBody } from './errors.js';
 import type { CompatJobStatus } from './states.js';
 
@@ -85,15 +85,8 @@ export interface FailResponse {
   delayed_until_ms: number;
 }
 
-/** One chunk as a worker pushes it (docs/api.md "Logs"); the lease supplies what is left out. */
-export interface IncomingLogChunk {
-  workflow_id?: string;
-  job_id?: string;
-  sequence: number;
-  data: string;
-  timestamp_ms?: number;
-  stream?: LogStream;
-}
+/** One chunk as a worker pushes it (docs/api.md "Logs"). */
+export type { IncomingLogChunk };
 
 export interface PushLogsRequest {
   chunks: IncomingLogChunk[];

@@ -117,3 +117,21 @@ export function toLogChunk(r: Row): LogChunkRecord {
     timestamp_ms: r.timestamp_ms as number,
   };
 }
+
+/** The lease a claim grants on `job` (the job row already updated to running under `leaseId`). */
+export function newLease(job: JobRecord, leaseId: string, workerId: string, ttlSecs: number, nowMs: number, expiresAtMs: number): LeaseRecord {
+  return {
+    lease_id: leaseId,
+    job_row_id: job.row_id,
+    workflow_id: job.workflow_id,
+    run_number: job.run_number,
+    job_id: job.job_id,
+    attempt: job.attempt,
+    worker_id: workerId,
+    ttl_secs: ttlSecs,
+    granted_at_ms: nowMs,
+    renewed_at_ms: nowMs,
+    expires_at_ms: expiresAtMs,
+    state: 'active',
+  };
+}

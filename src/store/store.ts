@@ -1,5 +1,6 @@
 import type {
   Backoff,
+  IncomingLogChunk,
   JobState,
   LogStream,
   Outputs,
@@ -326,11 +327,4 @@ export interface Store {
 }
 
 /** A log chunk as pushed, before the lease fills in what it leaves out. */
-export interface IncomingChunk {
-  workflow_id?: string;
-  job_id?: string;
-  sequence: number;
-  data: string;
-  timestamp_ms?: number;
-  stream?: LogStream;
-}
+export type IncomingChunk = IncomingLogChunk;

@@ -64,6 +64,7 @@ export function leaseCases(withStore: Case): void {
       assert.equal(await logCount(store, 'w', j), 0, 'no logs stored on a settled lease');
     }
     assert.deepEqual(await read(store, (r) => r.getRunJobs('w', 1)), before);
+    assert.equal((await read(store, (r) => r.getWorker('wk')))?.last_seen_ms, 300_000, 'a refused call still sees the worker');
   });
 
   withStore('a lease call that finds its lease expired applies the expiry: re-queued with budget left', async (store) => {
@@ -74,7 +75,7 @@ export function leaseCases(withStore: Case): void {
       const out = await call(store, kind, c.lease.lease_id, 11_001);
       assert.equal(out.kind, 'expired', kind);
       if (out.kind !== 'expired') continue;
-      assert.equal(out.lease.lease_id, c.lease.lease_id);
+      assert.deepEqual([out.lease.lease_id, out.lease.state], [c.lease.lease_id, 'expired']);
       assert.deepEqual(out.changes, [change(wf, 'a')], kind);
       const j = await job(store, wf, 'a');
       assert.deepEqual(
@@ -115,10 +116,10 @@ export function leaseCases(withStore: Case): void {
       const out = await call(store, kind, c.lease.lease_id, 6001);
       assert.equal(out.kind, 'timed_out', kind);
       if (out.kind !== 'timed_out') continue;
-      assert.equal(out.lease.lease_id, c.lease.lease_id);
-      assert.equal(out.job.job_id, 'a');
+      assert.deepEqual([out.lease.lease_id, out.lease.state], [c.lease.lease_id, 'timed_out']);
       assert.deepEqual(out.changes, [change(wf, 'a')]);
       const j = await job(store, wf, 'a');
+      assert.deepEqual(out.job, j, 'the job as the timeout left it');
       assert.deepEqual([j.status, j.attempt, j.error, j.deadline_ms, j.lease_id], ['queued', 1, timedOutError(5), null, null], kind);
       assert.equal((await lease(store, c.lease.lease_id)).state, 'timed_out');
       assert.equal(await logCount(store, wf, 'a'), 0);
@@ -246,8 +247,8 @@ export function leaseCases(withStore: Case): void {
   withStore('fail with retryable false fails at once whatever the budget', async (store) => {
     await start(store, 'w', 1000, { a: { max_retries: 5 } });
     const c = await claimOne(store, 1000, 'a');
-    const out = await store.fail(c.lease.lease_id, 'bad input', false, 2000);
-    assert.equal(out.kind === 'failed' && out.job.status, 'failed');
+    const out = await store.fail(c.lease.lease_id, 'bad\u0000input', false, 2000);
+    assert.deepEqual(out.kind === 'failed' && [out.job.status, out.job.error], ['failed', 'bad\uFFFDinput'], 'NUL kept as U+FFFD');
     assert.equal((await lease(store, c.lease.lease_id)).state, 'failed');
     assert.deepEqual(await runStatus(store, 'w'), { status: 'failed', finished_at_ms: 2000 });
   });

@@ -125,16 +125,6 @@ export async function claimOne(store: Store, now: number, jobId: string, o: Clai
   return got[0]!;
 }
 
-/** Claims every claimable job of the keys, by job id (job ids must be unique across the claimed runs). */
-export async function claimAll(store: Store, now: number, o: ClaimOpts = {}): Promise<Map<string, Claimed>> {
-  const out = new Map<string, Claimed>();
-  for (;;) {
-    const got = await claim(store, now, { ...o, max: 50 });
-    for (const c of got) out.set(c.job.job_id, c);
-    if (got.length < 50) return out;
-  }
-}
-
 export const read = <T>(store: Store, fn: (r: StoreReads) => Promise<T>): Promise<T> => store.read(fn);
 
 export async function job(store: Store, wf: string, jobId: string, run = 1): Promise<JobRecord> {

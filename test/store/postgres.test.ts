@@ -6,10 +6,9 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { QUERIES } from '../../src/store/postgres/queries.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openStore } from '../../src/store/index.js';
-import { jobRow } from '../../src/store/rows.js';
-import type { NewJob } from '../../src/store/store.js';
 import { storeConformance } from './conformance.js';
-import { buildJobs, claimOne, complete, job, labelSetsCarryOn, wfRecord } from './fixtures.js';
+import { wfRecord } from './fixtures.js';
+import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 import { ADMIN_URL, createDatabase, ensureReachable } from '../helpers/postgres.js';
 
 test('postgres: the server is reachable', async () => {
@@ -146,11 +145,6 @@ test('postgres: stores opening one fresh database at once apply every migration 
   }
 });
 
-/** A job row as migration 1 stored it: no pending_needs column yet. */
-function v1JobRow(j: NewJob, runNumber: number) {
-  const { pending_needs: _dropped, ...row } = jobRow(j, runNumber) as Record<string, unknown>;
-  return row;
-}
 
 test('postgres: a database made by migration 1 gets its counters from its rows and goes on correctly', async () => {
   const db = await createDatabase();
@@ -160,44 +154,19 @@ test('postgres: a database made by migration 1 gets its counters from its rows a
       await tx.unsafe(POSTGRES_MIGRATIONS[0]!.sql);
       await tx.unsafe(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)`);
       await tx`INSERT INTO schema_migrations VALUES (1, ${POSTGRES_MIGRATIONS[0]!.name}, 0)`;
-      for (const id of ['mid', 'bad']) {
+      for (const id of V1_WORKFLOWS) {
         const w = wfRecord(id, 1000, { latest_run: 1 });
         await tx`INSERT INTO workflows ${tx({ ...w, definition: JSON.stringify(w.definition) } as Record<string, unknown>)}`;
         await tx`INSERT INTO runs (workflow_id, run_number, status, created_at_ms) VALUES (${id}, 1, 'running', 1000)`;
       }
-      // mid: a succeeded, c runs, d waits for a and c. bad: f failed, g skipped below it, q still queued.
-      const patch: Record<string, Partial<NewJob>> = {
-        a: { status: 'success', outputs: { A: '1' }, finished_at_ms: 1500 },
-        c: { status: 'running', started_at_ms: 1500, worker_id: 'wk', lease_id: 'lease-c' },
-        f: { status: 'failed', error: 'x', finished_at_ms: 1500 },
-        g: { status: 'skipped', error: 'upstream job "f" failed', finished_at_ms: 1500 },
-      };
-      const jobs = [
-        ...buildJobs('mid', 1000, { a: {}, c: {}, d: { needs: ['a', 'c'] } }),
-        ...buildJobs('bad', 1000, { f: {}, g: { needs: ['f'] }, q: {} }),
-      ];
-      for (const j of jobs) await tx`INSERT INTO jobs ${tx(v1JobRow({ ...j, ...patch[j.job_id] }, 1) as Record<string, unknown>)}`;
+      for (const j of v1Jobs()) await tx`INSERT INTO jobs ${tx(v1JobRow(j, 1))}`;
       const [c] = await tx`SELECT row_id FROM jobs WHERE job_id = 'c'`;
       await tx`INSERT INTO leases VALUES ('lease-c', ${c!.row_id}, 'mid', 1, 'c', 0, 'wk', 600, 1500, 1500, 601500, 'active')`;
       await tx`INSERT INTO label_sets VALUES ('', '[]')`;
     });
     const store = await PostgresStore.open(db.url);
     try {
-      assert.equal((await job(store, 'mid', 'd')).pending_needs, 1, 'counted from the needs not yet succeeded');
-      assert.equal((await job(store, 'bad', 'g')).pending_needs, 1, 'a skipped job still lacks its failed need');
-      const out = await complete(store, 'lease-c', { C: '2' }, 2000);
-      assert.deepEqual(out.enqueued, ['d']);
-      assert.deepEqual((await job(store, 'mid', 'd')).upstream_outputs, { a: { A: '1' }, c: { C: '2' } });
-      const q = await claimOne(store, 2000, 'q');
-      const d = await claimOne(store, 2000, 'd');
-      await complete(store, d.lease.lease_id, {}, 3000);
-      assert.equal((await store.read((r) => r.getRun('mid', 1)))?.status, 'success');
-      assert.equal((await store.read((r) => r.getRun('bad', 1)))?.status, 'running');
-      await complete(store, q.lease.lease_id, {}, 4000);
-      assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
-        workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000,
-      });
-      await labelSetsCarryOn(store);
+      await assertUpgradeCarriesOn(store);
     } finally {
       await store.close();
     }

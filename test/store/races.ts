@@ -76,39 +76,48 @@ export async function claimRace(store: Store, actors: readonly Actor[], instant:
   assert.deepEqual(active.map((l) => l.lease_id).sort(), won.map((c) => c.lease.lease_id).sort(), 'one active lease per job');
 }
 
+/** Joins per run in joinRace: few runs to set up, and a wave still spreads over many run rows. */
+const JOINS_PER_RUN = 10;
+
 /**
- * `n` runs of b, c -> d. The two siblings of each join complete at the same instant through two
- * actors: d is queued exactly once, with both outputs, and every run settles.
+ * `n` joins d<i> <- b<i>, c<i>, ten to a run. The two siblings of each join complete at the same
+ * instant through two actors: the join is queued exactly once, with both outputs, and every run settles
+ * (its unfinished count, decremented by every completion of the run at once, reaches zero once).
  */
 export async function joinRace(store: Store, actors: readonly Actor[], n: number, instant: Instant): Promise<void> {
   const [left, right] = actors;
   assert.ok(left && right, 'two actors race');
-  const wfs = range(n).map((i) => `join${i}`);
-  await pool(wfs, 8, (wf) => start(store, wf, 1000, { b: {}, c: {}, d: { needs: ['b', 'c'] } }));
+  // Pair k belongs to run k mod R: consecutive pairs, which race in one wave, are in different runs.
+  const runs = Math.ceil(n / JOINS_PER_RUN);
+  const pairs = range(n).map((k) => ({ wf: `join${k % runs}`, i: Math.floor(k / runs) }));
+  const wfs = [...new Set(pairs.map((p) => p.wf))];
+  const specs = (count: number) =>
+    Object.fromEntries(range(count).flatMap((i) => [[`b${i}`, {}], [`c${i}`, {}], [`d${i}`, { needs: [`b${i}`, `c${i}`] }]]));
+  await pool(wfs, 8, (wf) => start(store, wf, 1000, specs(pairs.filter((p) => p.wf === wf).length)));
   const claimed = await claimEverything(store, 2000, 600);
   assert.equal(claimed.size, 2 * n);
   const leaseOf = (wf: string, j: string) => claimed.get(`${wf}/${j}`)!.lease.lease_id;
-  for (const wave of chunks(wfs, 100)) {
+  for (const wave of chunks(pairs, 100)) {
     const at = instant();
     const [bs, cs] = await Promise.all([
-      left.complete(wave.map((wf) => ({ lease_id: leaseOf(wf, 'b'), outputs: { B: wf } })), 3000, at),
-      right.complete(wave.map((wf) => ({ lease_id: leaseOf(wf, 'c'), outputs: { C: wf } })), 3000, at),
+      left.complete(wave.map(({ wf, i }) => ({ lease_id: leaseOf(wf, `b${i}`), outputs: { B: `${wf}.${i}` } })), 3000, at),
+      right.complete(wave.map(({ wf, i }) => ({ lease_id: leaseOf(wf, `c${i}`), outputs: { C: `${wf}.${i}` } })), 3000, at),
     ]);
-    wave.forEach((wf, i) => {
-      const b = bs[i]!;
-      const c = cs[i]!;
-      assert.deepEqual([b.kind, c.kind], ['completed', 'completed'], wf);
+    wave.forEach(({ wf, i }, k) => {
+      const b = bs[k]!;
+      const c = cs[k]!;
+      assert.deepEqual([b.kind, c.kind], ['completed', 'completed'], `${wf}/${i}`);
       const enqueued = [b, c].flatMap((o) => (o.kind === 'completed' ? o.enqueued : []));
-      assert.deepEqual(enqueued, ['d'], `${wf}: the join is queued by exactly one of its two needs`);
+      assert.deepEqual(enqueued, [`d${i}`], `${wf}/${i}: the join is queued by exactly one of its two needs`);
     });
   }
   const jobs = await jobsOf(store, wfs);
-  for (const wf of wfs) {
-    const d = jobs.get(`${wf}/d`)!;
+  for (const { wf, i } of pairs) {
+    const d = jobs.get(`${wf}/d${i}`)!;
     assert.deepEqual(
       [d.status, d.pending_needs, d.upstream_outputs],
-      ['queued', 0, { b: { B: wf }, c: { C: wf } }],
-      `${wf}: the join waits for nothing and carries both outputs`,
+      ['queued', 0, { [`b${i}`]: { B: `${wf}.${i}` }, [`c${i}`]: { C: `${wf}.${i}` } }],
+      `${wf}/d${i}: the join waits for nothing and carries both outputs`,
     );
   }
   await finishAll(store, actors, 4000, instant);

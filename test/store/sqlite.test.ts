@@ -8,10 +8,9 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { QUERIES } from '../../src/store/sqlite/queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { parseDatabaseUrl } from '../../src/store/index.js';
-import { jobRow } from '../../src/store/rows.js';
-import type { NewJob } from '../../src/store/store.js';
 import { storeConformance } from './conformance.js';
-import { buildJobs, claimOne, complete, job, labelSetsCarryOn, start, wfRecord } from './fixtures.js';
+import { claimOne, complete, job, start, wfRecord } from './fixtures.js';
+import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 
 const OPTS = { synchronous: 'NORMAL' } as const;
 
@@ -109,11 +108,6 @@ test('sqlite: everything survives closing and reopening the file; a lease grante
   }
 });
 
-/** A job row as migration 1 stored it: no pending_needs column yet. */
-function v1JobRow(j: NewJob, runNumber: number) {
-  const { pending_needs: _dropped, ...row } = jobRow(j, runNumber) as Record<string, unknown>;
-  return row;
-}
 
 test('sqlite: a database made by migration 1 gets its counters from its rows and goes on correctly', async () => {
   const { dir, file } = tempFile();
@@ -122,24 +116,16 @@ test('sqlite: a database made by migration 1 gets its counters from its rows and
     db.exec(SQLITE_MIGRATIONS[0]!.sql);
     db.exec('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)');
     db.prepare('INSERT INTO schema_migrations VALUES (1, ?, 0)').run(SQLITE_MIGRATIONS[0]!.name);
-    for (const id of ['mid', 'bad']) {
+    for (const id of V1_WORKFLOWS) {
       const w = wfRecord(id, 1000, { latest_run: 1 });
       db.prepare(`INSERT INTO workflows VALUES (@id, @name, @trigger, @definition, @source, @hash, @created_at_ms, @updated_at_ms, @latest_run)`)
         .run({ ...w, definition: JSON.stringify(w.definition) });
       db.prepare(`INSERT INTO runs VALUES (?, 1, 'running', 1000, NULL)`).run(id);
     }
-    // mid: a succeeded, c runs, d waits for a and c. bad: f failed, g skipped below it, q still queued.
-    const mid = buildJobs('mid', 1000, { a: {}, c: {}, d: { needs: ['a', 'c'] } });
-    const bad = buildJobs('bad', 1000, { f: {}, g: { needs: ['f'] }, q: {} });
-    const patch: Record<string, Partial<NewJob>> = {
-      a: { status: 'success', outputs: { A: '1' }, finished_at_ms: 1500 },
-      c: { status: 'running', started_at_ms: 1500, worker_id: 'wk', lease_id: 'lease-c' },
-      f: { status: 'failed', error: 'x', finished_at_ms: 1500 },
-      g: { status: 'skipped', error: 'upstream job "f" failed', finished_at_ms: 1500 },
-    };
-    const cols = Object.keys(v1JobRow(mid[0]!, 1));
+    const jobs = v1Jobs();
+    const cols = Object.keys(v1JobRow(jobs[0]!, 1));
     const insert = db.prepare(`INSERT INTO jobs (${cols.join(', ')}) VALUES (${cols.map((c) => `@${c}`).join(', ')})`);
-    for (const j of [...mid, ...bad]) insert.run(v1JobRow({ ...j, ...patch[j.job_id] }, 1));
+    for (const j of jobs) insert.run(v1JobRow(j, 1));
     const cRow = (db.prepare(`SELECT row_id FROM jobs WHERE job_id = 'c'`).get() as { row_id: number }).row_id;
     db.prepare(`INSERT INTO leases VALUES ('lease-c', ?, 'mid', 1, 'c', 0, 'wk', 600, 1500, 1500, 601500, 'active')`).run(cRow);
     db.prepare(`INSERT INTO label_sets VALUES ('', '[]')`).run();
@@ -147,21 +133,7 @@ test('sqlite: a database made by migration 1 gets its counters from its rows and
 
     const store = new SqliteStore(file);
     try {
-      assert.equal((await job(store, 'mid', 'd')).pending_needs, 1, 'counted from the needs not yet succeeded');
-      assert.equal((await job(store, 'bad', 'g')).pending_needs, 1, 'a skipped job still lacks its failed need');
-      const out = await complete(store, 'lease-c', { C: '2' }, 2000);
-      assert.deepEqual(out.enqueued, ['d']);
-      assert.deepEqual((await job(store, 'mid', 'd')).upstream_outputs, { a: { A: '1' }, c: { C: '2' } });
-      const q = await claimOne(store, 2000, 'q');
-      const d = await claimOne(store, 2000, 'd');
-      await complete(store, d.lease.lease_id, {}, 3000);
-      assert.equal((await store.read((r) => r.getRun('mid', 1)))?.status, 'success');
-      assert.equal((await store.read((r) => r.getRun('bad', 1)))?.status, 'running');
-      await complete(store, q.lease.lease_id, {}, 4000);
-      assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
-        workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000,
-      });
-      await labelSetsCarryOn(store);
+      await assertUpgradeCarriesOn(store);
     } finally {
       await store.close();
     }

@@ -3,7 +3,7 @@ import type { Engine } from '../../engine/engine.js';
 import { WeftError, type ErrorBody } from '../../protocol/errors.js';
 import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
-import { labelsSchema, leaseTtlSchema, stringMap, waitSecsSchema, workerIdSchema } from '../schemas.js';
+import { claimBodyProperties, stringMap } from '../schemas.js';
 
 /** How many jobs, reports or leases one batch may carry. */
 export const MAX_BATCH = 1000;
@@ -12,13 +12,7 @@ const claimSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['worker_id'],
-  properties: {
-    worker_id: workerIdSchema,
-    labels: labelsSchema,
-    lease_ttl_secs: leaseTtlSchema,
-    max_jobs: { type: 'integer', minimum: 1, maximum: MAX_BATCH },
-    wait_secs: waitSecsSchema,
-  },
+  properties: { ...claimBodyProperties, max_jobs: { type: 'integer', minimum: 1, maximum: MAX_BATCH } },
 } as const;
 
 const leaseId = { type: 'string', minLength: 1, maxLength: 256 } as const;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
-import { idParam, labelsSchema, leaseTtlSchema, stringMap, waitSecsSchema, workerIdSchema } from '../schemas.js';
+import { claimBodyProperties, idParam, stringMap } from '../schemas.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
 
@@ -16,12 +16,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
           type: 'object',
           additionalProperties: false,
           required: ['worker_id'],
-          properties: {
-            worker_id: workerIdSchema,
-            labels: labelsSchema,
-            lease_ttl_secs: leaseTtlSchema,
-            wait_secs: waitSecsSchema,
-          },
+          properties: claimBodyProperties,
         },
       },
     },

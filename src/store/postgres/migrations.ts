@@ -9,9 +9,10 @@
  *   seek per fitting label set however many jobs are queued, delayed, running or finished.
  * - leases_expiry, leases_worker and jobs_deadline are partial so the reaper only touches live rows.
  * Migration 2 adds the counters that let an operation decide from one row instead of scanning a run:
- * jobs.pending_needs (needs not yet `success`, whatever the job's own state), runs.unfinished_jobs / failed_jobs (failed + skipped) /
- * cancelled_jobs, and label_sets.seq (the order label sets were added, for labelSetsSince). Existing
- * rows get values computed from what they hold, so a database made by migration 1 carries on.
+ * jobs.pending_needs (needs not yet `success`, whatever the job's own state), runs.unfinished_jobs /
+ * failed_jobs (failed + skipped) / cancelled_jobs, and label_sets.seq (the order label sets were added,
+ * for labelSetsSince). Existing rows get values computed from what they hold, so a database made by
+ * migration 1 carries on.
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {

@@ -1,14 +1,17 @@
 /**
  * Every SQL statement of the PostgreSQL store, by name. The store runs exactly these strings (the
- * index-plan tests EXPLAIN the same ones), always with bind parameters, listed above each statement.
- * Times are epoch milliseconds; JSON columns are TEXT holding JSON.stringify output (see migrations.ts).
- * A parameter cast to json takes a JavaScript value, which the driver encodes.
+ * index-plan tests EXPLAIN the same ones; `claim` runs `claimCandidates` inside it, verbatim), always
+ * with bind parameters, listed above each statement. Times are epoch milliseconds; JSON columns are
+ * TEXT holding JSON.stringify output (see migrations.ts). A parameter cast to json takes a JavaScript
+ * value, which the driver encodes.
  *
  * Concurrency (READ COMMITTED, no global lock): every write is guarded by the state it expects, and
- * rows are locked in one order everywhere: leases, then jobs by ascending row_id, then runs; the
- * workers row last, or in a statement of its own. An UPDATE re-evaluates its WHERE and SET against the
- * newest committed version of a row it had to wait for, so counters decremented with
- * `UPDATE … RETURNING` serialize on their row and exactly one caller sees them reach zero.
+ * rows are locked in one order: leases, then jobs by ascending row_id, then runs; the workers row last,
+ * or in a statement of its own (a cancel's fence is the one reasoned exception, see cancelRun). An
+ * UPDATE re-evaluates its WHERE and SET against the newest committed version of a row it had to wait
+ * for, so counters decremented with `UPDATE … RETURNING` serialize on their row and exactly one caller
+ * sees them reach zero. A plain read in the same statement does not: it keeps the statement's snapshot,
+ * which is why some steps are statements of their own (fillUpstreamOutputs, latestRunOf).
  */
 
 /** Records the lease's worker as seen, creating it with no labels when unknown. */

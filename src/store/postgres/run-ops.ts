@@ -9,7 +9,7 @@ import type {
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
-import { jobRow, toJob, toRun, toWorker } from '../rows.js';
+import { jobRow, newLease, toJob, toRun, toWorker } from '../rows.js';
 import { settleIfOver, type RunCounters } from './failures.js';
 import { QUERIES } from './queries.js';
 import { StartOver, statement, transaction, type Sql } from './tx.js';
@@ -61,8 +61,7 @@ export async function startRun(
         .filter((s) => missing.has(s.key))
         .map((s) => ({ key: s.key, labels: JSON.stringify(s.labels) }));
       // Both go out together; the table lock is held from here to COMMIT only (see lockLabelSets).
-      const lock = q(QUERIES.lockLabelSets);
-      await Promise.all([lock, q(QUERIES.insertLabelSets, [sets])]);
+      await Promise.all([q(QUERIES.lockLabelSets), q(QUERIES.insertLabelSets, [sets])]);
     }
     return {
       kind: 'started',
@@ -78,12 +77,17 @@ const MAX_FENCE_ROUNDS = 64;
 /**
  * Leases, then jobs, then the run, as everywhere, with one twist. While the cancel waits for a lease,
  * claims go on taking the run's queued jobs and completions go on queueing its pending ones, each under
- * a lease the cancel has not seen. So the cancel first fences the run (QUERIES.cancelFence): it locks
- * the running jobs' leases and the queued jobs, round after round, until a round finds nothing new.
- * Holding queued jobs while waiting for a lease cannot deadlock: a lease holder never waits for a
- * queued job (its own job is running, the dependents it touches pending), and a claim, the only other
- * taker of queued jobs, waits for nothing the cancel holds. After the fence, nobody else can hold an
- * unfinished job of the run, so locking them all in row order waits for nothing.
+ * a lease the cancel has not seen. So the cancel first fences the run (QUERIES.cancelFence): round
+ * after round it locks the queued jobs, which stops claims on them, and the running jobs' leases, until
+ * a round's snapshot shows nothing it does not hold. Holding queued jobs while waiting for a lease does
+ * not deadlock: a lease holder never waits for a queued job (its own job runs, the dependents it
+ * touches are pending), and a claim, the only other taker of queued jobs, waits for nothing the cancel
+ * holds. After the fence nobody else can hold an unfinished job of the run, so locking them all in row
+ * order waits for nothing.
+ * One gap remains: a claim that commits between a round's snapshot and its lock of that job leaves
+ * the cancel holding a job that now runs (PostgreSQL keeps a lock taken on a row that then fails the
+ * re-check). If that job's worker reports on it before the cancel is done, the two wait for each other
+ * until the deadlock detector ends one, which `transaction` then runs again.
  */
 export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
   return transaction(sql, async (q): Promise<CancelRunOutcome> => {
@@ -136,22 +140,6 @@ export async function claim(sql: Sql, req: ClaimRequest): Promise<Claimed[]> {
   ]);
   return rows.map((r) => {
     const job = toJob(r);
-    return {
-      job,
-      lease: {
-        lease_id: job.lease_id!,
-        job_row_id: job.row_id,
-        workflow_id: job.workflow_id,
-        run_number: job.run_number,
-        job_id: job.job_id,
-        attempt: job.attempt,
-        worker_id: req.worker_id,
-        ttl_secs: req.ttl_secs,
-        granted_at_ms: now,
-        renewed_at_ms: now,
-        expires_at_ms: expires,
-        state: 'active',
-      },
-    };
+    return { job, lease: newLease(job, job.lease_id!, req.worker_id, req.ttl_secs, now, expires) };
   });
 }

@@ -18,10 +18,10 @@ export class StartOver extends Error {
 
 /**
  * serialization_failure and deadlock_detected. Under READ COMMITTED with one lock order everywhere
- * (queries.ts) neither should happen; but a lock taken where nobody looked (a foreign-key check, a
- * future statement) would otherwise reach a worker or an API client as an error. Every operation is
- * one transaction that rereads all it decides on, so running it again is safe and turns such a rare
- * collision into a little latency.
+ * (queries.ts) neither should happen, but a lock taken where nobody looked (a foreign-key check, the
+ * narrow gap described at cancelRun, a future statement) would otherwise reach a worker or an API
+ * client as an error. Every operation is one transaction that rereads all it decides on, so running it
+ * again is safe and turns such a rare collision into a little latency.
  */
 const RETRYABLE = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 5;
@@ -38,15 +38,21 @@ function send(conn: Sql, text: string, params: Params = []): Promise<Row[]> {
   return conn.unsafe(text, params as never[], { prepare: true }).execute() as unknown as Promise<Row[]>;
 }
 
-/** One statement in its own (implicit) transaction. */
-export async function statement(sql: Sql, text: string, params: Params = []): Promise<Row[]> {
+async function withRetry<T>(run: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await send(sql, text, params);
+      return await run();
     } catch (err) {
       if (attempt >= MAX_ATTEMPTS || !retryable(err)) throw err;
+      // Whatever collided is usually one short transaction away from done.
+      await setTimeout(2 ** attempt);
     }
   }
+}
+
+/** One statement in its own (implicit) transaction. */
+export function statement(sql: Sql, text: string, params: Params = []): Promise<Row[]> {
+  return withRetry(() => send(sql, text, params));
 }
 
 export interface TxOptions {
@@ -67,20 +73,12 @@ export interface TxOptions {
  * out together with the body's first statement, so a transaction costs one round trip more than its
  * statements (the COMMIT), not two. Resolves once COMMIT has been acknowledged: the effect is durable.
  */
-export async function transaction<T>(
+export function transaction<T>(
   sql: Sql,
   body: (q: Exec) => Promise<T>,
   opts: TxOptions = {},
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await once(sql, body, opts);
-    } catch (err) {
-      if (opts.retry === false || attempt >= MAX_ATTEMPTS || !retryable(err)) throw err;
-      // Whatever collided is usually one short transaction away from done.
-      await setTimeout(2 ** attempt);
-    }
-  }
+  return opts.retry === false ? once(sql, body, opts) : withRetry(() => once(sql, body, opts));
 }
 
 async function once<T>(sql: Sql, body: (q: Exec) => Promise<T>, opts: TxOptions): Promise<T> {

@@ -9,12 +9,11 @@ import type {
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
-  LeaseRecord,
   LogChunkRecord,
   PushLogsOutcome,
   WorkerRecord,
 } from '../store.js';
-import { toJob, toLease, toWorker, type Row } from '../rows.js';
+import { newLease, toJob, toLease, toWorker, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { checkLease, runsUnder, settleLease } from './lease-check.js';
 import { applyFailure, change, finishJobs, jobByRowId } from './settle.js';
@@ -49,20 +48,7 @@ export function claim(c: Conn, req: ClaimRequest): Claimed[] {
       | undefined;
     if (!row) continue;
     const job = toJob(row);
-    const lease: LeaseRecord = {
-      lease_id: leaseId,
-      job_row_id: job.row_id,
-      workflow_id: job.workflow_id,
-      run_number: job.run_number,
-      job_id: job.job_id,
-      attempt: job.attempt,
-      worker_id: req.worker_id,
-      ttl_secs: req.ttl_secs,
-      granted_at_ms: now,
-      renewed_at_ms: now,
-      expires_at_ms: leaseExpiresAt(now, req.ttl_secs),
-      state: 'active',
-    };
+    const lease = newLease(job, leaseId, req.worker_id, req.ttl_secs, now, leaseExpiresAt(now, req.ttl_secs));
     c.q('insertLease').run(lease);
     claimed.push({ job, lease });
   }
