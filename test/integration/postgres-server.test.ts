@@ -27,6 +27,8 @@ test('server and worker on PostgreSQL: a run succeeds and survives kill -9 of th
   const done = await api.settled('pg', 20_000);
   assert.equal(done.status, 'success');
   assert.deepEqual(done.jobs.find((j: any) => j.id === 'make').outputs, { artifact: 'app.tgz' });
+  // Settled means durable; the worker gets its answer a moment later. Kill once it has it.
+  await worker.waitFor(/"job_id":"ship"[^\n]*job succeeded[^\n]*reported/, 10_000);
 
   first.kill('SIGKILL');
   await first.exited;

@@ -347,6 +347,10 @@ test('the worker survives a server restart on the same port and database', async
   const w = await worker(t, sb, first.url);
   await createAndRun(api, { id: 'before', jobs: { j: { run: 'true' } } });
   assert.equal((await api.settled('before')).status, 'success');
+  // The job is settled once its report is durable, a moment before the answer reaches the worker;
+  // kill only after the worker has its answer, so that what follows is its claim loop, not a report
+  // still being retried.
+  await w.waitFor(/job succeeded after .*; reported/, 10_000);
 
   first.kill('SIGKILL');
   await first.exited;
