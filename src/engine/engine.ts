@@ -52,6 +52,11 @@ export interface EngineOptions {
   now?: () => number;
   /** A worker unseen for longer than this is shown `offline`. */
   workerOfflineAfterMs?: number;
+  /**
+   * How often waiting claims look again on their own, for jobs queued by another process (which
+   * raises no event here). Default 1000.
+   */
+  claimSweepMs?: number;
 }
 
 const REAP_BATCH = 500;
@@ -78,7 +83,7 @@ export class Engine {
     this.now = opts.now ?? Date.now;
     this.offlineAfterMs = opts.workerOfflineAfterMs ?? 60_000;
     this.labelSets = new LabelSetCache(opts.store);
-    this.waiters = new ClaimWaiters((ask) => this.claimOnce(ask));
+    this.waiters = new ClaimWaiters((ask) => this.claimOnce(ask), opts.claimSweepMs);
     // Every SSE follower listens here; the default cap of 10 would warn under normal use.
     this.events.setMaxListeners(0);
   }

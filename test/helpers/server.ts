@@ -31,12 +31,12 @@ export interface InProcessServer {
  * starts the reaper; without it expiry is only found at access, as with API_ONLY.
  */
 export async function startInProcess(
-  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number } = {},
+  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number; claimSweepMs?: number } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,

@@ -8,7 +8,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { startInProcess, type InProcessServer } from '../helpers/server.js';
 import { client, until, type HttpResult } from '../helpers/http.js';
-import { assertSchema, validators as v } from '../helpers/compat-schemas.js';
+import { assertSchema, UPSTREAM_JOB, validators as v } from '../helpers/compat-schemas.js';
 
 type Client = ReturnType<typeof client>;
 
@@ -67,18 +67,7 @@ const fail = (c: Client, lease: string, error: string, retryable: boolean) =>
 
 /** The fields both a list item and the status document carry for old clients, plus weft's state. */
 const COMPAT_JOB_KEYS = [
-  'id',
-  'name',
-  'status',
-  'command',
-  'duration_secs',
-  'started_at',
-  'depends_on',
-  'output',
-  'required_labels',
-  'max_retries',
-  'attempt',
-  'metadata',
+  ...(UPSTREAM_JOB.required as string[]),
   'ports',
   'children',
   'collapsed',

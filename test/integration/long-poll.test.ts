@@ -9,7 +9,8 @@ import { client, request, until } from '../helpers/http.js';
 import { startInProcess } from '../helpers/server.js';
 
 async function serve(t: TestContext, opts: Parameters<typeof startInProcess>[0] = {}) {
-  const s = await startInProcess(opts);
+  // No periodic look: a waiting claim must be woken by the event that made a job claimable.
+  const s = await startInProcess({ claimSweepMs: 600_000, ...opts });
   t.after(() => s.close());
   return Object.assign(s, { c: client(s.url) });
 }
