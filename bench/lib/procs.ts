@@ -175,7 +175,9 @@ export async function startWeft(databaseUrl: string, workflowsDir: string): Prom
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of WEFT_ENV) delete env[k];
   Object.assign(env, { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKFLOWS_DIR: workflowsDir });
-  return startServer('weft server', [weftBin, 'server'], env);
+  // BENCH_SERVER_NODE_ARGS (say `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the server under test.
+  const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.trim().split(/\s+/).filter(Boolean) ?? [];
+  return startServer('weft server', [...nodeArgs, weftBin, 'server'], env);
 }
 
 export async function startCeiling(jobs: number): Promise<ServerHandle> {

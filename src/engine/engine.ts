@@ -398,6 +398,8 @@ export class Engine {
     const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
     this.announce(expired);
     this.announce(timedOut);
+    const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
+    if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
     const counts = { expired: expired.length, timedOut: timedOut.length };
     if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
     return counts;

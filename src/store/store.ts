@@ -318,6 +318,12 @@ export interface Store {
   expireLeases(nowMs: number, limit: number): Promise<JobChange[]>;
   /** Settles up to `limit` running jobs past their deadline (retryable failure `timed out after Ns`). */
   timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]>;
+  /**
+   * Settles up to `limit` running runs none of whose jobs can move any more; answers how many. A store
+   * that settles a run apart from the transaction that finished its last job (PostgreSQL,
+   * docs/architecture.md "Run settlement") leaves such a run behind when it crashes in between.
+   */
+  settleStrandedRuns(nowMs: number, limit: number): Promise<number>;
 
   // workers
   /** Creates or updates the worker, setting its labels and last-seen time. */

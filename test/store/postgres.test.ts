@@ -7,7 +7,7 @@ import { QUERIES } from '../../src/store/postgres/queries.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openStore } from '../../src/store/index.js';
 import { storeConformance } from './conformance.js';
-import { wfRecord } from './fixtures.js';
+import { claimOne, complete, runStatus, start, wfRecord } from './fixtures.js';
 import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 import { ADMIN_URL, createDatabase, ensureReachable } from '../helpers/postgres.js';
 
@@ -118,6 +118,12 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
       const timeouts = await plan(QUERIES.timedOutJobs, TIMEOUT_PARAMS);
       assert.match(timeouts, /Index (Only )?Scan using jobs_deadline/, timeouts);
       assert.doesNotMatch(timeouts, /Sort|Seq Scan/, timeouts);
+      // Sent after every completion: probes of the run's index entries, never a pass over its jobs.
+      const open = await plan(QUERIES.runOpen, ['w', 1]);
+      assert.match(open, /Index (Only )?Scan using jobs_run_status/, open);
+      assert.doesNotMatch(open, /Seq Scan/, open);
+      const stranded = await plan(QUERIES.unsettledRuns, [100]);
+      assert.match(stranded, /Index (Only )?Scan (using|on) runs_running/, stranded);
     });
   } finally {
     await sql.end({ timeout: 5 });
@@ -145,6 +151,33 @@ test('postgres: stores opening one fresh database at once apply every migration 
   }
 });
 
+
+test('postgres: the reaper settles a run whose last job committed without its settlement (a crash in between)', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    const store = await PostgresStore.open(db.url, POOL);
+    try {
+      await start(store, 'done', 1000, { a: {} });
+      await start(store, 'busy', 1500, { a: {}, b: {} });
+      const got = await claimOne(store, 2000, 'a');
+      assert.equal(got.job.workflow_id, 'done', 'the oldest queued job first');
+      await complete(store, got.lease.lease_id, {}, 2000);
+      assert.deepEqual(await runStatus(store, 'done'), { status: 'success', finished_at_ms: 2000 });
+      // What a crash between the completion's COMMIT and the settlement leaves behind.
+      await sql`UPDATE runs SET status = 'running', finished_at_ms = NULL WHERE workflow_id = 'done'`;
+      assert.equal(await store.settleStrandedRuns(5000, 100), 1, 'only the run with nothing left in motion');
+      assert.deepEqual(await runStatus(store, 'done'), { status: 'success', finished_at_ms: 5000 });
+      assert.deepEqual(await runStatus(store, 'busy'), { status: 'running', finished_at_ms: null });
+      assert.equal(await store.settleStrandedRuns(6000, 100), 0);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
 
 test('postgres: a database made by migration 1 gets its counters from its rows and goes on correctly', async () => {
   const db = await createDatabase();

@@ -66,8 +66,10 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           throw new WeftError('invalid_request', `body.reports[${i}] is a complete report: "error" and "retryable" belong to fail reports`);
         }
       });
-      // Concurrently, so that the store can commit them together; each still settles on its own.
-      const results = await Promise.all(
+      // The reports, and the claim after them, reach the store together, so that one commit can hold
+      // them all: the reports are handed over first (synchronously, in order), so the claim sees the
+      // jobs they enqueue. Each report still settles on its own.
+      const reports = Promise.all(
         req.body.reports.map(async (r): Promise<ReportResult> => {
           try {
             const value =
@@ -80,7 +82,16 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           }
         }),
       );
-      const claims = req.body.claim ? await claimFor(engine, req.body.claim, reply) : [];
+      const claiming = req.body.claim ? claimFor(engine, req.body.claim, reply) : Promise.resolve([]);
+      const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
+      if (settledReports.status === 'rejected') {
+        // No answer will carry the claims: put their jobs back rather than leave them leased.
+        if (settledClaims.status === 'fulfilled') await engine.release(settledClaims.value);
+        throw settledReports.reason;
+      }
+      if (settledClaims.status === 'rejected') throw settledClaims.reason;
+      const results = settledReports.value;
+      const claims = settledClaims.value;
       return { results, claims };
     },
   );

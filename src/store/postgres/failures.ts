@@ -4,7 +4,7 @@ import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import { QUERIES } from './queries.js';
-import type { Exec } from './tx.js';
+import { statement, type Exec, type Sql } from './tx.js';
 
 export const change = (j: { workflow_id: string; run_number: number; job_id: string }): JobChange => ({
   workflow_id: j.workflow_id,
@@ -27,22 +27,34 @@ export function lockedLease(row: Row | undefined): LockedLease | null {
   return row ? { lease: toLease(row.lease as Row), job: toJob(row.job as Row) } : null;
 }
 
-/** A run's counters as an UPDATE … RETURNING answers them. */
-export interface RunCounters {
-  unfinished_jobs: number;
-  failed_jobs: number;
-  cancelled_jobs: number;
+/**
+ * Records how the run ended once none of its jobs can move any more (README "How a run works"). Sent
+ * after the COMMIT of whatever finished a job, never inside it: see QUERIES.runOpen for why that finds
+ * every run's end, and docs/architecture.md "Run settlement". `open` is the answer of a runOpen sent
+ * already, when the caller has it.
+ */
+export async function settleRunIfOver(sql: Sql, workflowId: string, runNumber: number, nowMs: number, open?: boolean): Promise<void> {
+  if (open === undefined) open = (await statement(sql, QUERIES.runOpen, [workflowId, runNumber]))[0]!.open as boolean;
+  if (open) return;
+  const [tally] = await statement(sql, QUERIES.runTally, [workflowId, runNumber]);
+  const state = runStateFromCounts({ unfinished: 0, failed: tally!.failed as number, cancelled: tally!.cancelled as number });
+  await statement(sql, QUERIES.settleRun, [workflowId, runNumber, state, nowMs]);
 }
 
-/** Records the end of the run once its unfinished count has reached zero (only one transaction sees it). */
-export async function settleIfOver(q: Exec, workflowId: string, runNumber: number, counts: RunCounters | null, nowMs: number) {
-  if (!counts || counts.unfinished_jobs > 0) return;
-  const state = runStateFromCounts({
-    unfinished: counts.unfinished_jobs,
-    failed: counts.failed_jobs,
-    cancelled: counts.cancelled_jobs,
-  });
-  await q(QUERIES.settleRun, [workflowId, runNumber, state, nowMs]);
+/** settleRunIfOver for every run an outcome's `changes` touched (after its transaction committed). */
+export async function settleRunsOf<T extends object>(sql: Sql, nowMs: number, outcome: T): Promise<T> {
+  const changes = (outcome as { changes?: readonly JobChange[] }).changes ?? [];
+  const runs = new Map<string, JobChange>();
+  for (const c of changes) runs.set(`${c.run_number}/${c.workflow_id}`, c);
+  for (const c of runs.values()) await settleRunIfOver(sql, c.workflow_id, c.run_number, nowMs);
+  return outcome;
+}
+
+/** The reaper's sweep for runs a crash left unsettled (see QUERIES.unsettledRuns); answers how many. */
+export async function settleStrandedRuns(sql: Sql, nowMs: number, limit: number): Promise<number> {
+  const runs = await statement(sql, QUERIES.unsettledRuns, [limit]);
+  for (const r of runs) await settleRunIfOver(sql, r.workflow_id as string, r.run_number as number, nowMs, false);
+  return runs.length;
 }
 
 /**
@@ -69,7 +81,6 @@ export async function applyFailure(
     job.workflow_id, job.run_number, `upstream job "${job.job_id}" failed`,
   ]);
   const skipped = row!.skipped as string[];
-  await settleIfOver(q, job.workflow_id, job.run_number, row!.counts as RunCounters | null, nowMs);
   return {
     job: toJob(row!.job as Row),
     changes: [change(job), ...skipped.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id }))],

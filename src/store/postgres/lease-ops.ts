@@ -10,9 +10,9 @@ import type {
   PushLogsOutcome,
 } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
-import { applyFailure, change, currentJob, expire, judgeLease, lockedLease, settleIfOver, timeOut, type RunCounters } from './failures.js';
+import { applyFailure, change, currentJob, expire, judgeLease, lockedLease, settleRunIfOver, settleRunsOf, timeOut } from './failures.js';
 import { QUERIES } from './queries.js';
-import { statement, transaction, type Sql } from './tx.js';
+import { pipeline, statement, transaction, type Sql } from './tx.js';
 
 /**
  * The worker protocol's lease calls and the reaper. Each first tries the guarded statement that does
@@ -26,7 +26,7 @@ const touch = (leaseId: string, nowMs: number) => ({ text: QUERIES.touchLeaseWor
 export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
   const [row] = await statement(sql, QUERIES.renewLease, [leaseId, nowMs]);
   if (row) return { kind: 'renewed', lease: toLease(row) };
-  return transaction(sql, async (q) => {
+  const outcome = await transaction(sql, async (q): Promise<HeartbeatOutcome> => {
     const v = await judgeLease(q, leaseId, nowMs);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', lease: v.lease };
@@ -34,39 +34,49 @@ export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promi
     const [again] = await q(QUERIES.renewLease, [leaseId, nowMs]);
     return { kind: 'renewed', lease: toLease(required(again, 'renewLease', leaseId)) };
   });
+  return settleRunsOf(sql, nowMs, outcome);
 }
 
+/**
+ * The common case, a live lease, is one statement in a transaction of its own (QUERIES.completeJob),
+ * with the check whether its run is over right behind it in the same round trip; no lock is held
+ * across a round trip. Only when its guard fails does a transaction lock the lease and look closer.
+ */
 export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome> {
   const encoded = JSON.stringify(outputs);
-  return transaction(
-    sql,
-    async (q): Promise<CompleteOutcome> => {
-      let [row] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
-      if (!row) {
-        const v = await judgeLease(q, leaseId, nowMs);
-        if (v.kind === 'refused') return v.outcome;
-        if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
-        [row] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
-        row = required(row, 'completeJob', leaseId);
-      }
-      const job = toJob(row);
-      const queued = row.enqueued as Array<{ row_id: number; job_id: string }>;
-      if (queued.length > 0) await q(QUERIES.fillUpstreamOutputs, [queued.map((d) => d.row_id)]);
-      await settleIfOver(q, job.workflow_id, job.run_number, row.counts as RunCounters | null, nowMs);
-      const queuedIds = new Set(queued.map((d) => d.job_id));
-      const enqueued = job.dependents.filter((id) => queuedIds.has(id));
-      const changes: JobChange[] = [
-        change(job),
-        ...enqueued.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id })),
-      ];
-      return { kind: 'completed', job, enqueued, changes };
-    },
-    { after: touch(leaseId, nowMs) },
-  );
+  const [done, check] = await pipeline(sql, [
+    [QUERIES.completeJob, [leaseId, encoded, nowMs]],
+    [QUERIES.runOpenOfLease, [leaseId]],
+  ]);
+  const row = done![0];
+  const run = check![0];
+  if (row) {
+    await settleRunIfOver(sql, row.workflow_id as string, row.run_number as number, nowMs, run!.open as boolean);
+    return completed(row);
+  }
+  const outcome = await transaction(sql, async (q): Promise<CompleteOutcome> => {
+    const v = await judgeLease(q, leaseId, nowMs);
+    if (v.kind === 'refused') return v.outcome;
+    if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
+    const [again] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
+    return completed(required(again, 'completeJob', leaseId));
+  });
+  return settleRunsOf(sql, nowMs, outcome);
+}
+
+function completed(row: Row): CompleteOutcome {
+  const job = toJob(row);
+  const queuedIds = new Set((row.enqueued as Array<{ job_id: string }>).map((d) => d.job_id));
+  const enqueued = job.dependents.filter((id) => queuedIds.has(id));
+  const changes: JobChange[] = [
+    change(job),
+    ...enqueued.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id })),
+  ];
+  return { kind: 'completed', job, enqueued, changes };
 }
 
 export async function fail(sql: Sql, leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome> {
-  return transaction(
+  const outcome = await transaction(
     sql,
     async (q): Promise<FailOutcome> => {
       const v = await judgeLease(q, leaseId, nowMs);
@@ -77,6 +87,7 @@ export async function fail(sql: Sql, leaseId: string, error: string, retryable: 
     },
     { after: touch(leaseId, nowMs) },
   );
+  return settleRunsOf(sql, nowMs, outcome);
 }
 
 export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
@@ -90,7 +101,7 @@ export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly Incom
   }));
   const [row] = await statement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded]);
   if (row) return { kind: 'stored', lease: toLease(row), accepted: chunks.length };
-  return transaction(sql, async (q): Promise<PushLogsOutcome> => {
+  const outcome = await transaction(sql, async (q): Promise<PushLogsOutcome> => {
     const v = await judgeLease(q, leaseId, nowMs);
     if (v.kind === 'refused') return v.outcome;
     const lease = v.kind === 'cancelled' ? v.lease : v.locked.lease;
@@ -99,6 +110,7 @@ export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly Incom
     const [again] = await q(QUERIES.pushLogs, [leaseId, nowMs, encoded]);
     return { kind: 'stored', lease: toLease(required(again, 'pushLogs', leaseId)), accepted: chunks.length };
   });
+  return settleRunsOf(sql, nowMs, outcome);
 }
 
 function findMismatch(chunks: readonly IncomingChunk[], lease: LeaseRecord) {
@@ -127,12 +139,11 @@ export async function releaseLeases(sql: Sql, leaseIds: readonly string[]): Prom
 export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<JobChange[]> {
   const changes: JobChange[] = [];
   for (const { lease_id } of await statement(sql, QUERIES.expiredLeases, [nowMs, limit])) {
-    changes.push(
-      ...(await transaction(sql, async (q) => {
-        const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
-        return locked ? (await expire(q, locked, nowMs)).changes : [];
-      })),
-    );
+    const settled = await transaction(sql, async (q) => {
+      const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
+      return { changes: locked ? (await expire(q, locked, nowMs)).changes : [] };
+    });
+    changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
   }
   return changes;
 }
@@ -142,12 +153,11 @@ export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promi
   const changes: JobChange[] = [];
   for (const { lease_id } of await statement(sql, QUERIES.timedOutJobs, [nowMs, limit])) {
     if (lease_id === null) continue;
-    changes.push(
-      ...(await transaction(sql, async (q) => {
-        const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
-        return locked ? (await timeOut(q, locked, nowMs)).changes : [];
-      })),
-    );
+    const settled = await transaction(sql, async (q) => {
+      const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
+      return { changes: locked ? (await timeOut(q, locked, nowMs)).changes : [] };
+    });
+    changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
   }
   return changes;
 }

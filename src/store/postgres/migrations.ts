@@ -12,7 +12,8 @@
  * jobs.pending_needs (needs not yet `success`, whatever the job's own state), runs.unfinished_jobs /
  * failed_jobs (failed + skipped) / cancelled_jobs, and label_sets.seq (the order label sets were added,
  * for labelSetsSince). Existing rows get values computed from what they hold, so a database made by
- * migration 1 carries on.
+ * migration 1 carries on. Migration 3 drops the run counters again: every completion of a run
+ * updating its one row made them queue behind each other's commits; runs are settled by their jobs.
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -147,6 +148,16 @@ UPDATE runs r SET
 -- Existing label sets are numbered in no particular order; every later one after them.
 ALTER TABLE label_sets ADD COLUMN seq BIGSERIAL;
 CREATE UNIQUE INDEX label_sets_seq ON label_sets(seq);
+`,
+  },
+  {
+    version: 3,
+    name: 'runs settled by their jobs, not by counters',
+    // Every completion of a run updating one counter row made them wait on each other's commits; a run
+    // is now settled by looking at its jobs after the commit (docs/architecture.md "Run settlement").
+    sql: `
+ALTER TABLE runs DROP COLUMN unfinished_jobs, DROP COLUMN failed_jobs, DROP COLUMN cancelled_jobs;
+CREATE INDEX runs_running ON runs(workflow_id, run_number) WHERE status = 'running';
 `,
   },
 ];

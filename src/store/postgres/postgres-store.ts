@@ -18,6 +18,7 @@ import type {
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
+import { settleStrandedRuns } from './failures.js';
 import * as leaseOps from './lease-ops.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { makeReads } from './reads.js';
@@ -124,6 +125,10 @@ export class PostgresStore implements Store {
 
   timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]> {
     return leaseOps.timeOutJobs(this.sql, nowMs, limit);
+  }
+
+  settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
+    return settleStrandedRuns(this.sql, nowMs, limit);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -11,7 +11,8 @@
  * UPDATE re-evaluates its WHERE and SET against the newest committed version of a row it had to wait
  * for, so counters decremented with `UPDATE … RETURNING` serialize on their row and exactly one caller
  * sees them reach zero. A plain read in the same statement does not: it keeps the statement's snapshot,
- * which is why some steps are statements of their own (fillUpstreamOutputs, latestRunOf).
+ * which is why some steps are statements of their own (latestRunOf), and why completeJob carries
+ * upstream outputs on the rows it locks.
  */
 
 /** Records the lease's worker as seen, creating it with no labels when unknown. */
@@ -113,12 +114,12 @@ export const QUERIES = {
   /**
    * Inserts the run with its jobs (row_id follows the given order) and makes it the latest; answers the
    * run and which of the given label keys are not recorded yet.
-   * $1 workflow id, $2 run number, $3 now, $4 job count, $5 jobs (JSON array of jobRow objects),
-   * $6 label keys (JSON array).
+   * $1 workflow id, $2 run number, $3 now, $4 jobs (JSON array of jobRow objects), $5 label keys
+   * (JSON array).
    */
   insertRun: `WITH run AS (
-      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs, cancelled_jobs)
-      VALUES ($1, $2::int, 'running', $3::bigint, NULL, $4::int, 0, 0) RETURNING *
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms)
+      VALUES ($1, $2::int, 'running', $3::bigint, NULL) RETURNING *
     ), inserted AS (
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
@@ -129,12 +130,12 @@ export const QUERIES = {
         (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
         e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id'
-      FROM json_array_elements($5::json) WITH ORDINALITY AS e(j, ord)
+      FROM json_array_elements($4::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord
     ), latest AS (
       UPDATE workflows SET latest_run = $2::int WHERE id = $1
     )
-    SELECT run.*, (SELECT COALESCE(json_agg(k.key), '[]') FROM json_array_elements_text($6::json) AS k(key)
+    SELECT run.*, (SELECT COALESCE(json_agg(k.key), '[]') FROM json_array_elements_text($5::json) AS k(key)
         WHERE NOT EXISTS (SELECT 1 FROM label_sets s WHERE s.key = k.key)) AS missing_label_keys
     FROM run`,
   /**
@@ -184,20 +185,39 @@ export const QUERIES = {
     WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'queued', 'running')
     ORDER BY row_id FOR UPDATE`,
   /**
-   * Last step, everything already locked but the run: voids the leases, cancels the jobs, counts them.
-   * $1 lease ids (text[]), $2 job row ids (bigint[]), $3 now, $4 workflow id, $5 run number.
+   * Last step, everything already locked: voids the leases and cancels the jobs (the run is settled
+   * after COMMIT, see settleRunIfOver). $1 lease ids (text[]), $2 job row ids (bigint[]), $3 now.
    */
   cancelApply: `WITH voided AS (
       UPDATE leases SET state = 'cancelled' WHERE lease_id = ANY($1::text[]) AND state = 'active'
-    ), cancelled AS (
-      UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL
-      WHERE row_id = ANY($2::bigint[])
     )
-    UPDATE runs SET unfinished_jobs = unfinished_jobs - cardinality($2::bigint[]),
-      cancelled_jobs = cancelled_jobs + cardinality($2::bigint[])
-    WHERE workflow_id = $4 AND run_number = $5::int
-    RETURNING unfinished_jobs, failed_jobs, cancelled_jobs`,
-  /** Records the end of a run whose counters reached zero. $1 workflow id, $2 run number, $3 state, $4 now. */
+    UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL
+    WHERE row_id = ANY($2::bigint[])`,
+  /**
+   * Whether a run still has a job that can move: three probes of jobs_run_status. Sent after the
+   * transaction that finished a job has committed, so it sees every other transaction that committed
+   * before it; of two that finish a run's last jobs at once, the later check sees both (docs/architecture.md
+   * "Run settlement"). $1 workflow id, $2 run number.
+   */
+  runOpen: `SELECT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = $1 AND run_number = $2::int
+      AND status IN ('pending', 'queued', 'running')) AS open`,
+  /** As runOpen, for the run of a lease, sent right behind that lease's completion. $1 lease id. */
+  runOpenOfLease: `SELECT l.workflow_id, l.run_number, EXISTS (SELECT 1 FROM jobs j
+      WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'queued', 'running')) AS open
+    FROM leases l WHERE l.lease_id = $1`,
+  /** How a run that has no job left in motion ended, by its jobs. $1 workflow id, $2 run number. */
+  runTally: `SELECT count(*) FILTER (WHERE status IN ('failed', 'skipped'))::int AS failed,
+      count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+    FROM jobs WHERE workflow_id = $1 AND run_number = $2::int`,
+  /**
+   * Running runs with no job left in motion: what a crash between a job's last transaction and its
+   * run's settlement leaves behind, for the reaper (runs_running keeps it to the running ones). $1 limit.
+   */
+  unsettledRuns: `SELECT r.workflow_id, r.run_number FROM runs r
+    WHERE r.status = 'running' AND NOT EXISTS (SELECT 1 FROM jobs j
+      WHERE j.workflow_id = r.workflow_id AND j.run_number = r.run_number AND j.status IN ('pending', 'queued', 'running'))
+    LIMIT $1::int`,
+  /** Records the end of a run that has no job left in motion. $1 workflow id, $2 run number, $3 state, $4 now. */
   settleRun: `UPDATE runs SET status = $3, finished_at_ms = $4::bigint
     WHERE workflow_id = $1 AND run_number = $2::int AND status = 'running'`,
 
@@ -290,11 +310,18 @@ export const QUERIES = {
   /** A lease call that must decide: the lease locked, with its job. $1 lease id. */
   lockLease: `${LEASE_WITH_JOB} WHERE l.lease_id = $1 FOR UPDATE OF l`,
   /**
-   * Completes the job of a live lease: lease completed, job success, each pending direct dependent's
-   * pending_needs decremented (rows locked in row order first), those reaching 0 queued, and the run's
-   * unfinished count decremented after all of that (the run row is locked last: the count needs
-   * `unblocked` in full). No row: the guard failed. upstream_outputs of the queued dependents are
-   * filled by the next statement, whose snapshot sees siblings that committed while this one waited.
+   * Completes the job of a live lease in one statement, which runs as its own transaction, so no lock
+   * is held across a round trip: lease completed, job success, each pending direct dependent's
+   * pending_needs decremented (rows locked in row order first) and those reaching 0 queued; the worker
+   * is recorded as seen (its row last). The run row is not touched: every completion of a run would
+   * queue on it. The run is settled after COMMIT instead (runOpenOfLease, settleRunIfOver). No row:
+   * the guard failed (lease-ops.ts then looks closer).
+   *
+   * Upstream outputs travel with the decrement: a dependent's row is locked and re-read at its newest
+   * version, so each need adds its own outputs there as it completes (whatever the statements'
+   * snapshots; kept as JSON text, so their keys keep their order), and the need that queues the
+   * dependent assembles them in `needs` order; a need found in none
+   * (completed before upstream outputs travelled this way) is read from its row, long committed.
    * $1 lease id, $2 outputs (JSON), $3 now.
    */
   completeJob: `WITH lease AS (
@@ -305,7 +332,7 @@ export const QUERIES = {
         AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
       RETURNING l.job_row_id
     ), done AS (
-      UPDATE jobs j SET status = 'success', outputs = $2, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
+      UPDATE jobs j SET status = 'success', outputs = $2::text, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
       FROM lease WHERE j.row_id = lease.job_row_id
       RETURNING j.*
     ), below AS (
@@ -319,30 +346,23 @@ export const QUERIES = {
         status = CASE WHEN d.pending_needs = 1 THEN 'queued' ELSE d.status END,
         enqueued_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.enqueued_at_ms END,
         ready_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.ready_at_ms END,
-        delayed_until_ms = CASE WHEN d.pending_needs = 1 THEN 0 ELSE d.delayed_until_ms END
-      FROM below WHERE d.row_id = below.row_id
+        delayed_until_ms = CASE WHEN d.pending_needs = 1 THEN 0 ELSE d.delayed_until_ms END,
+        upstream_outputs = CASE WHEN d.pending_needs = 1 THEN (
+            SELECT COALESCE(json_object_agg(n.job_id, COALESCE(
+                CASE WHEN n.job_id = done.job_id THEN $2::text END,
+                d.upstream_outputs::jsonb ->> n.job_id,
+                (SELECT u.outputs FROM jobs u
+                  WHERE u.workflow_id = d.workflow_id AND u.run_number = d.run_number AND u.job_id = n.job_id),
+                '{}')::json ORDER BY n.ord), '{}'::json)::text
+            FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord))
+          ELSE (d.upstream_outputs::jsonb || jsonb_build_object(done.job_id, $2::text))::text END
+      FROM below, done WHERE d.row_id = below.row_id
       RETURNING d.row_id, d.job_id, d.status
-    ), counted AS (
-      UPDATE runs r SET unfinished_jobs = r.unfinished_jobs - 1
-      FROM done, (SELECT count(*) AS n FROM unblocked) u
-      WHERE r.workflow_id = done.workflow_id AND r.run_number = done.run_number AND u.n >= 0
-      RETURNING r.unfinished_jobs, r.failed_jobs, r.cancelled_jobs
-    )
+    ), seen AS (${touchWorkerOf('$1', '$3::bigint')})
     SELECT done.*,
       (SELECT COALESCE(json_agg(json_build_object('row_id', u.row_id, 'job_id', u.job_id)), '[]')
-        FROM unblocked u WHERE u.status = 'queued') AS enqueued,
-      (SELECT to_json(c) FROM counted c) AS counts
+        FROM unblocked u WHERE u.status = 'queued') AS enqueued
     FROM done`,
-  /**
-   * upstream_outputs of freshly queued jobs: { <need>: its outputs } in needs order. A statement of its
-   * own so that its snapshot includes every need (see completeJob). $1 job row ids (bigint[]).
-   */
-  fillUpstreamOutputs: `UPDATE jobs d SET upstream_outputs = COALESCE((
-      SELECT json_object_agg(n.job_id, COALESCE(u.outputs::json, '{}'::json) ORDER BY n.ord)
-      FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord)
-      JOIN jobs u ON u.workflow_id = d.workflow_id AND u.run_number = d.run_number AND u.job_id = n.job_id
-    )::text, '{}')
-    WHERE d.row_id = ANY($1::bigint[])`,
   /** A settled lease whose job needs no change. $1 lease id, $2 state. */
   setLeaseState: `UPDATE leases SET state = $2 WHERE lease_id = $1`,
   /**
@@ -356,7 +376,7 @@ export const QUERIES = {
     WHERE row_id = $3::bigint RETURNING *`,
   /**
    * Failure plan `fail`: lease settled, job failed, every pending job downstream skipped (found through
-   * dependents, locked in row order), then the run's counters (its row last: they need `skipped` in full).
+   * dependents, locked in row order); the run is settled after COMMIT (settleRunIfOver).
    * $1 lease id, $2 lease state, $3 job row id, $4 error, $5 now, $6 the job's dependents (JSON array),
    * $7 workflow id, $8 run number, $9 error of the skipped jobs.
    */
@@ -381,15 +401,9 @@ export const QUERIES = {
       UPDATE jobs j SET status = 'skipped', finished_at_ms = $5::bigint, error = $9
       FROM locked WHERE j.row_id = locked.row_id
       RETURNING j.row_id, j.job_id
-    ), counted AS (
-      UPDATE runs r SET unfinished_jobs = r.unfinished_jobs - 1 - s.n, failed_jobs = r.failed_jobs + 1 + s.n
-      FROM (SELECT count(*)::int AS n FROM skipped) s
-      WHERE r.workflow_id = $7 AND r.run_number = $8::int
-      RETURNING r.unfinished_jobs, r.failed_jobs, r.cancelled_jobs
     )
     SELECT (SELECT to_json(f) FROM failed f) AS job,
-      (SELECT COALESCE(json_agg(s.job_id ORDER BY s.row_id), '[]') FROM skipped s) AS skipped,
-      (SELECT to_json(c) FROM counted c) AS counts`,
+      (SELECT COALESCE(json_agg(s.job_id ORDER BY s.row_id), '[]') FROM skipped s) AS skipped`,
 
   // ----------------------------------------------------------------------------------- reaper
   /** Active leases past their expiry, through leases_expiry. $1 now, $2 limit. */

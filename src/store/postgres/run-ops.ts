@@ -10,7 +10,7 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { jobRow, newLease, toJob, toRun, toWorker } from '../rows.js';
-import { settleIfOver, type RunCounters } from './failures.js';
+import { settleRunIfOver } from './failures.js';
 import { QUERIES } from './queries.js';
 import { StartOver, statement, transaction, type Sql } from './tx.js';
 
@@ -51,7 +51,6 @@ export async function startRun(
       req.workflow_id,
       runNumber,
       req.now_ms,
-      req.jobs.length,
       req.jobs.map((j) => jobRow(j, runNumber)),
       req.label_sets.map((s) => s.key),
     ]);
@@ -90,7 +89,7 @@ const MAX_FENCE_ROUNDS = 64;
  * until the deadlock detector ends one, which `transaction` then runs again.
  */
 export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
-  return transaction(sql, async (q): Promise<CancelRunOutcome> => {
+  const outcome = await transaction(sql, async (q): Promise<CancelRunOutcome> => {
     const [target] = await q(QUERIES.cancelTarget, [workflowId]);
     if (!target) return { kind: 'not_found' };
     if (target.status !== 'running') return { kind: 'idle' };
@@ -112,8 +111,7 @@ export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Pr
     if (jobs.some((j) => j.status === 'running' && !held.has(j.lease_id as string))) {
       throw new StartOver('a job of the run runs under a lease the fence did not take');
     }
-    const [counts] = await q(QUERIES.cancelApply, [heldLeases, jobs.map((j) => j.row_id), nowMs, workflowId, runNumber]);
-    await settleIfOver(q, workflowId, runNumber, (counts ?? null) as RunCounters | null, nowMs);
+    await q(QUERIES.cancelApply, [heldLeases, jobs.map((j) => j.row_id), nowMs]);
     const ids = jobs.map((j) => j.job_id as string);
     return {
       kind: 'cancelled',
@@ -122,6 +120,8 @@ export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Pr
       changes: ids.map((job_id) => ({ workflow_id: workflowId, run_number: runNumber, job_id })),
     };
   });
+  if (outcome.kind === 'cancelled') await settleRunIfOver(sql, workflowId, outcome.run_number, nowMs);
+  return outcome;
 }
 
 export async function claim(sql: Sql, req: ClaimRequest): Promise<Claimed[]> {

@@ -55,6 +55,23 @@ export function statement(sql: Sql, text: string, params: Params = []): Promise<
   return withRetry(() => send(sql, text, params));
 }
 
+/**
+ * Statements sent back to back on one connection, in one round trip, each its own transaction, each
+ * committed before the next starts: a later one sees what an earlier one did.
+ */
+export function pipeline(sql: Sql, stmts: ReadonlyArray<readonly [text: string, params: Params]>): Promise<Row[][]> {
+  return withRetry(async () => {
+    const conn = (await sql.reserve()) as unknown as Sql & { release(): void };
+    try {
+      const sent = stmts.map(([text, params]) => send(conn, text, params));
+      for (const p of sent) p.catch(() => {});
+      return await Promise.all(sent);
+    } finally {
+      conn.release();
+    }
+  });
+}
+
 export interface TxOptions {
   /** What follows BEGIN, e.g. `ISOLATION LEVEL REPEATABLE READ READ ONLY`. Default: READ COMMITTED. */
   mode?: string;

@@ -136,6 +136,11 @@ UPDATE runs SET
     AND j.status = 'cancelled');
 `,
   },
+  {
+    version: 3,
+    name: 'running runs indexed, for the reaper sweep',
+    sql: `CREATE INDEX runs_running ON runs(workflow_id, run_number) WHERE status = 'running';`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

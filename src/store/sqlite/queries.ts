@@ -44,6 +44,8 @@ export const QUERIES = {
     SET unfinished_jobs = unfinished_jobs - @finished, failed_jobs = failed_jobs + @failed, cancelled_jobs = cancelled_jobs + @cancelled
     WHERE workflow_id = @workflow_id AND run_number = @run_number
     RETURNING status, unfinished_jobs, failed_jobs, cancelled_jobs`,
+  /** Running runs with nothing left unfinished, through runs_running. ? limit */
+  strandedRuns: `SELECT workflow_id, run_number FROM runs WHERE status = 'running' AND unfinished_jobs = 0 LIMIT ?`,
   /** ? status, ? finished_at_ms, ? workflow_id, ? run_number */
   settleRun: `UPDATE runs SET status = ?, finished_at_ms = ? WHERE workflow_id = ? AND run_number = ? AND status = 'running'`,
 
@@ -80,6 +82,14 @@ export const QUERIES = {
       deadline_ms = CASE WHEN timeout_secs IS NULL THEN NULL ELSE @now_ms + timeout_secs * 1000 END,
       worker_id = @worker_id, lease_id = @lease_id
     WHERE row_id = @row_id AND status = 'queued'
+    RETURNING *`,
+  /**
+   * The completion of a live lease in one statement: no row unless the job runs under that lease and is
+   * not past its deadline (then lease-check.ts decides what happened). @row_id @lease_id @now_ms @outputs (JSON)
+   */
+  succeedLiveJob: `UPDATE jobs
+    SET status = 'success', outputs = @outputs, finished_at_ms = @now_ms, deadline_ms = NULL, error = NULL
+    WHERE row_id = @row_id AND status = 'running' AND lease_id = @lease_id AND (deadline_ms IS NULL OR deadline_ms >= @now_ms)
     RETURNING *`,
   /** ? row_id, ? lease_id; back in the queue as it was before the claim (same attempt and ready_at_ms) */
   unclaimJob: `UPDATE jobs
@@ -161,6 +171,8 @@ export const QUERIES = {
   getLease: `SELECT * FROM leases WHERE lease_id = ?`,
   /** ? renewed_at_ms, ? expires_at_ms, ? lease_id; no row unless active */
   renewLease: `UPDATE leases SET renewed_at_ms = ?, expires_at_ms = ? WHERE lease_id = ? AND state = 'active' RETURNING *`,
+  /** ? new state, ? lease_id; as settleLease, for a caller that has the lease already */
+  closeLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active'`,
   /** ? new state, ? lease_id; only an active lease moves, so no lease is settled twice */
   settleLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active' RETURNING *`,
   /** ? workflow_id, ? run_number; the leases of the run's running jobs */
@@ -191,6 +203,9 @@ export const QUERIES = {
   upsertWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
     ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
     RETURNING *`,
+  /** As upsertWorker, without answering the row (a claim records its worker on the way). */
+  seeWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
+    ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms`,
   /** ? worker_id, ? now_ms, ? now_ms again; a worker first seen here has no labels yet */
   touchWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, '[]', ?, ?)
     ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms`,

@@ -2,6 +2,7 @@ import type { JobChange } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { expireLease, timeOut } from './lease-check.js';
+import { finishJobs } from './settle.js';
 
 /**
  * The reaper's operations: what no lease call came to settle. Each item is found through its partial
@@ -19,4 +20,15 @@ export function timeOutJobs(c: Conn, nowMs: number, limit: number): JobChange[] 
   const changes: JobChange[] = [];
   for (const row of c.q('timedOutJobs').all(nowMs, limit) as Row[]) timeOut(c, toJob(row), nowMs, changes);
   return changes;
+}
+
+/**
+ * Runs whose counters say nothing is left but which are still running. The transaction that finishes
+ * a run's last job settles it here, so none is expected; the sweep keeps the Store contract alike on
+ * both stores (docs/architecture.md "Run settlement").
+ */
+export function settleStrandedRuns(c: Conn, nowMs: number, limit: number): number {
+  const runs = c.q('strandedRuns').all(limit) as Array<{ workflow_id: string; run_number: number }>;
+  for (const r of runs) finishJobs(c, r, { finished: 0, failed: 0, cancelled: 0 }, nowMs, true);
+  return runs.length;
 }

@@ -28,8 +28,10 @@ export function finishJobs(
   run: { workflow_id: string; run_number: number },
   counts: { finished: number; failed: number; cancelled: number },
   nowMs: number,
+  /** Look at the counters even though nothing finished now (the reaper's sweep). */
+  always = false,
 ): void {
-  if (counts.finished === 0) return;
+  if (counts.finished === 0 && !always) return;
   const r = c.q('countFinishedJobs').get({ workflow_id: run.workflow_id, run_number: run.run_number, ...counts }) as
     | { status: string; unfinished_jobs: number; failed_jobs: number; cancelled_jobs: number }
     | undefined;

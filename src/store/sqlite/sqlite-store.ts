@@ -136,6 +136,10 @@ export class SqliteStore implements Store {
     return this.write('timeOutJobs', [nowMs, limit]);
   }
 
+  settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
+    return this.write('settleStrandedRuns', [nowMs, limit]);
+  }
+
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
     return this.write('registerWorker', [workerId, labels, nowMs]);
   }

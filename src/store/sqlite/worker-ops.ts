@@ -1,4 +1,4 @@
-import { leaseExpiresAt } from '../../domain/lease.js';
+import { isLeaseExpired, leaseExpiresAt } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
@@ -30,7 +30,7 @@ import { applyFailure, change, finishJobs, jobByRowId } from './settle.js';
  */
 export function claim(c: Conn, req: ClaimRequest): Claimed[] {
   const now = req.now_ms;
-  c.q('upsertWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
+  c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
   const max = Math.min(req.max, req.lease_ids.length);
   if (max <= 0 || req.label_keys.length === 0) return [];
   const candidates: Array<{ row_id: number; ready_at_ms: number }> = [];
@@ -82,13 +82,25 @@ export function heartbeat(c: Conn, leaseId: string, nowMs: number): HeartbeatOut
  * with the outputs of their needs (README "How a run works": one transaction).
  */
 export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: number): CompleteOutcome {
-  const check = checkLease(c, leaseId, nowMs);
-  if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
-  if (check.kind !== 'live') return check;
-  settleLease(c, leaseId, 'completed');
-  const job = toJob(
-    c.q('succeedJob').get({ row_id: check.job.row_id, lease_id: leaseId, now_ms: nowMs, outputs: JSON.stringify(outputs) }) as Row,
-  );
+  const encoded = JSON.stringify(outputs);
+  // The common case, a live lease, takes one guarded update of the job; anything else (unknown,
+  // settled, cancelled, expired, past its deadline) goes through the full check.
+  const lease = c.q('getLease').get(leaseId) as Row | undefined;
+  let row: Row | undefined;
+  if (lease && lease.state === 'active' && !isLeaseExpired(lease.expires_at_ms as number, nowMs)) {
+    row = c.q('succeedLiveJob').get({ row_id: lease.job_row_id, lease_id: leaseId, now_ms: nowMs, outputs: encoded }) as Row | undefined;
+  }
+  if (row) {
+    c.q('touchWorker').run(lease!.worker_id, nowMs, nowMs);
+    c.q('closeLease').run('completed', leaseId);
+  } else {
+    const check = checkLease(c, leaseId, nowMs);
+    if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
+    if (check.kind !== 'live') return check;
+    settleLease(c, leaseId, 'completed');
+    row = c.q('succeedJob').get({ row_id: check.job.row_id, lease_id: leaseId, now_ms: nowMs, outputs: encoded }) as Row;
+  }
+  const job = toJob(row);
   const changes: JobChange[] = [change(job)];
   const enqueued: string[] = [];
   for (const dependent of job.dependents) {
