@@ -86,6 +86,16 @@ describe('claim', () => {
     assert.equal(job.delayed_until_ms, 0);
     assert.ok(job.enqueued_at_ms >= before - 5000 && job.enqueued_at_ms <= Date.now());
     assert.deepEqual(job.env, { A: '1', B: '2' });
+    assert.equal(job.timeout_secs, null);
+    assert.equal(job.run_number, 1);
+    assert.equal(job.name, 'only');
+    // The whole answer, so that a field the serializer dropped is caught (src/http/response-schemas.ts).
+    assert.deepEqual(Object.keys(c).sort(), ['job', 'lease']);
+    assert.deepEqual(Object.keys(job).sort(), [
+      'attempt', 'command', 'delayed_until_ms', 'enqueued_at_ms', 'env', 'job_id', 'name', 'required_labels',
+      'retry_policy', 'run_number', 'timeout_secs', 'upstream_outputs', 'workflow_id',
+    ]);
+    assert.deepEqual(Object.keys(lease).sort(), ['expires_at_ms', 'granted_at_ms', 'job_id', 'lease_id', 'ttl_secs', 'worker_id', 'workflow_id']);
     assert.equal(typeof lease.lease_id, 'string');
     assert.equal(lease.job_id, 'only');
     assert.equal(lease.workflow_id, wf);
@@ -228,7 +238,7 @@ describe('complete', () => {
     assert.equal(await api.claim('w', [tag]), null);
     const r2 = await api.post(`/api/jobs/${byId.get('lint')!.lease.lease_id}/complete`, { outputs: {} });
     assert.equal(r2.status, 200);
-    assert.deepEqual(r2.body.enqueued, ['deploy']);
+    assert.deepEqual(r2.body, { ok: true, status: 'success', enqueued: ['deploy'] });
     const d = (await api.claim('w', [tag]))!;
     assert.equal(d.job.job_id, 'deploy');
     assert.deepEqual(d.job.upstream_outputs, { build: { artifact: 'app.tar.gz', version: '1.2.3' }, lint: {} });

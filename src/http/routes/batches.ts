@@ -3,6 +3,7 @@ import type { Engine } from '../../engine/engine.js';
 import { WeftError, type ErrorBody } from '../../protocol/errors.js';
 import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
+import { claimBatchAnswer, heartbeatBatchAnswer, reportBatchAnswer } from '../response-schemas.js';
 import { claimBodyProperties, stringMap } from '../schemas.js';
 
 /** How many jobs, reports or leases one batch may carry. */
@@ -23,7 +24,7 @@ const leaseId = { type: 'string', minLength: 1, maxLength: 256 } as const;
  * status and error body its one-job call would have had.
  */
 export function batchRoutes(app: FastifyInstance, engine: Engine): void {
-  app.post<{ Body: BatchClaimRequest }>('/api/jobs/claim-batch', { schema: { body: claimSchema } }, async (req, reply) => {
+  app.post<{ Body: BatchClaimRequest }>('/api/jobs/claim-batch', { schema: { body: claimSchema, response: { 200: claimBatchAnswer } } }, async (req, reply) => {
     return { claims: await claimFor(engine, req.body, reply) };
   });
 
@@ -55,6 +56,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
             claim: claimSchema,
           },
         },
+        response: { 200: reportBatchAnswer },
       },
     },
     async (req, reply) => {
@@ -106,6 +108,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           required: ['lease_ids'],
           properties: { lease_ids: { type: 'array', maxItems: MAX_BATCH, items: leaseId } },
         },
+        response: { 200: heartbeatBatchAnswer },
       },
     },
     async (req) => {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
+import { claimResult, completeAnswer, failAnswer, heartbeatAnswer, pushLogsAnswer } from '../response-schemas.js';
 import { claimBodyProperties, idParam, stringMap } from '../schemas.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
@@ -18,6 +19,8 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
           required: ['worker_id'],
           properties: claimBodyProperties,
         },
+        // The interface answers the JSON value null when nothing fits.
+        response: { 200: { ...claimResult, nullable: true } },
       },
     },
     async (req, reply) => {
@@ -30,14 +33,13 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
         await engine.release([result]);
         return reply;
       }
-      // The interface answers the JSON value null when nothing fits.
-      return reply.type('application/json').send(result === null ? 'null' : JSON.stringify(result));
+      return result;
     },
   );
 
   app.post<{ Params: { lease_id: string } }>(
     '/api/jobs/:lease_id/heartbeat',
-    { schema: { params: leaseParams } },
+    { schema: { params: leaseParams, response: { 200: heartbeatAnswer } } },
     async (req) => engine.heartbeat(req.params.lease_id),
   );
 
@@ -47,6 +49,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       schema: {
         params: leaseParams,
         body: { type: ['object', 'null'], additionalProperties: false, properties: { outputs: stringMap } },
+        response: { 200: completeAnswer },
       },
     },
     async (req) => {
@@ -66,6 +69,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
           required: ['error'],
           properties: { error: { type: 'string' }, retryable: { type: 'boolean' } },
         },
+        response: { 200: failAnswer },
       },
     },
     async (req) => {
@@ -104,6 +108,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
             },
           },
         },
+        response: { 200: pushLogsAnswer },
       },
     },
     async (req) => {
