@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
 import { createLogger } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
-import { Worker, defaultWorkerId } from './worker.js';
+import { defaultWorkerId } from './helpers.js';
+import { Worker } from './worker.js';
 
 /** Settings of `weft worker`, from the environment (README "The worker: `weft worker`"). */
 export interface WorkerConfig {
@@ -94,7 +95,7 @@ Environment:
   HEARTBEAT_SECS    heartbeat interval, below the ttl; at most half of it is advised (default ttl/3)
   LONG_POLL_SECS    how long a claim waits on the server for a job, 0..60; 0 turns it off (default 20)
   POLL_SECS         wait after an empty claim when the server has no long polls (default 2)
-  CONCURRENCY       jobs run at once (default 1)
+  CONCURRENCY       jobs run at once (default 1); above 1, claims, reports and heartbeats are batched
   CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
   LOG_LEVEL         level of the worker's own JSON logs (default info)

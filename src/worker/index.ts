@@ -1,14 +1,7 @@
 /** The embeddable worker and the shell handler `weft worker` runs. */
-export {
-  Worker,
-  PermanentError,
-  JobAbortedError,
-  parseSetOutput,
-  truncateError,
-  isTransient,
-  defaultWorkerId,
-  MAX_ERROR_CHARS,
-} from './worker.js';
+export { Worker } from './worker.js';
+export { PermanentError, JobAbortedError } from './types.js';
+export { parseSetOutput, truncateError, isTransient, defaultWorkerId, MAX_ERROR_CHARS } from './helpers.js';
 export type {
   WorkerOptions,
   WorkerEvents,
@@ -21,7 +14,7 @@ export type {
   JobDoneEvent,
   JobFailedEvent,
   JobAbandonedEvent,
-} from './worker.js';
+} from './types.js';
 export { createShellHandler, shellHandler, jobEnvironment, upstreamEnvName, formatExitError, ShellCommandError } from './shell.js';
 export type { ShellHandlerOptions } from './shell.js';
 export { loadWorkerConfig } from './command.js';

@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
-import { MAX_ERROR_CHARS, type JobContext, type JobHandler } from './worker.js';
+import { MAX_ERROR_CHARS } from './helpers.js';
+import type { JobContext, JobHandler } from './types.js';
 
 export interface ShellHandlerOptions {
   /** The shell run as `<shell> -c <command>`; default `sh`. */

@@ -636,7 +636,8 @@ for (const mode of [
     let claims = 0;
     let waited = 0;
     const client = hookedClient(srv, async (url, init, forward) => {
-      if (!url.endsWith('/claim')) return forward();
+      // With several slots the claim is a claim-batch (docs/api.md "Batches"); it is still one at a time.
+      if (!/\/claim(-batch)?$/.test(url)) return forward();
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       if (JSON.parse(String(init?.body ?? '{}')).wait_secs > 0) waited++;
