@@ -30,7 +30,10 @@ export interface ThroughputRep {
   timed_out: boolean;
   seed_ms: number | null;
   server_peak_rss_bytes: number | null;
-  /** The server's event-loop delay since it started (its /healthz), when it reports one. */
+  /**
+   * The server's event-loop delay (its /healthz, read as the drain ends: the last one to two seconds of
+   * it), when it reports one.
+   */
   server_event_loop_delay_ms?: { p50: number; p99: number; max: number };
   /** The server's last output lines, kept when requests failed (a crash or a signal shows there). */
   server_log_tail?: string[];
