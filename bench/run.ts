@@ -48,6 +48,8 @@ interface ThroughputRowState {
   row: Row;
   target: Target;
   mode: 'spec' | 'batch';
+  /** Servers on the one store (the `servers` rows); 1 otherwise. */
+  servers: number;
   reps: ThroughputRep[];
   /** Repetitions that could not be measured at all (the server did not start, say), with why. */
   failures: string[];
@@ -56,10 +58,10 @@ interface ThroughputRowState {
 function throughputRows(s: Settings, pgSkip: string | null): ThroughputRowState[] {
   const out: ThroughputRowState[] = [];
   if (s.sections.includes('ceiling')) {
-    out.push({ row: emptyRow('ceiling', 'ceiling: bare node:http, fixed answers', 'ceiling', null), target: 'ceiling', mode: 'spec', reps: [], failures: [] });
+    out.push({ row: emptyRow('ceiling', 'ceiling: bare node:http, fixed answers', 'ceiling', null), target: 'ceiling', mode: 'spec', servers: 1, reps: [], failures: [] });
     if (s.sections.includes('batch')) {
       const row = emptyRow('ceiling.batch', `ceiling · batched protocol (max_jobs ${s.batchMaxJobs})`, 'ceiling', null);
-      out.push({ row, target: 'ceiling', mode: 'batch', reps: [], failures: [] });
+      out.push({ row, target: 'ceiling', mode: 'batch', servers: 1, reps: [], failures: [] });
     }
   }
   for (const mode of ['spec', 'batch'] as const) {
@@ -71,7 +73,18 @@ function throughputRows(s: Settings, pgSkip: string | null): ThroughputRowState[
         row.status = 'skipped';
         row.note = `PostgreSQL unreachable at ${PG_ADMIN_URL}: ${pgSkip}`;
       }
-      out.push({ row, target: store, mode, reps: [], failures: [] });
+      out.push({ row, target: store, mode, servers: 1, reps: [], failures: [] });
+    }
+  }
+  if (s.sections.includes('servers') && s.stores.includes('postgres')) {
+    for (const n of s.serverCounts) {
+      const loops = n === 1 ? s.loadgenProcesses * s.loopsPerProcess : Math.floor((s.loadgenProcesses * s.loopsPerProcess) / n) * n;
+      const row = emptyRow(`servers.postgres.${n}`, `spec path · PostgreSQL · ${n} server${n === 1 ? '' : 's'} (${loops} loops)`, 'servers', 'postgres');
+      if (pgSkip) {
+        row.status = 'skipped';
+        row.note = `PostgreSQL unreachable at ${PG_ADMIN_URL}: ${pgSkip}`;
+      }
+      out.push({ row, target: 'postgres', mode: 'spec', servers: n, reps: [], failures: [] });
     }
   }
   return out;
@@ -142,7 +155,7 @@ async function main(): Promise<void> {
     for (const st of tp) {
       if (st.row.status !== 'ok') continue;
       try {
-        const out = await throughputRep(s, st.target, st.mode);
+        const out = await throughputRep(s, st.target, st.mode, st.servers);
         if (out.kind === 'unsupported') {
           st.row.status = 'unsupported';
           st.row.note = out.note;

@@ -22,12 +22,14 @@ export async function freshStore(kind: StoreKind): Promise<FreshStore> {
 
 export interface FreshServer {
   server: ServerHandle;
+  /** More servers on the same store, API_ONLY (the first one runs the reaper). */
+  extra: ServerHandle[];
   /** Stops the server, then removes its store. */
   close(): Promise<void>;
 }
 
 /** Starts weft on `store` (which it then owns), or on a new empty store of that kind. */
-export async function freshWeft(storeOrKind: StoreKind | FreshStore): Promise<FreshServer> {
+export async function freshWeft(storeOrKind: StoreKind | FreshStore, servers = 1): Promise<FreshServer> {
   const store = typeof storeOrKind === 'string' ? await freshStore(storeOrKind) : storeOrKind;
   // An empty WORKFLOWS_DIR: the repository's example workflows would only add rows and log lines.
   const workflows: TempDir = makeTempDir('weft-bench-wf-');
@@ -35,16 +37,22 @@ export async function freshWeft(storeOrKind: StoreKind | FreshStore): Promise<Fr
     await workflows.remove();
     await store.remove();
   };
+  const started: ServerHandle[] = [];
+  const stopAll = () => Promise.all(started.map((s) => s.stop()));
   try {
-    const server = await startWeft(store.url, workflows.path);
+    started.push(await startWeft(store.url, workflows.path));
+    for (let i = 1; i < servers; i++) started.push(await startWeft(store.url, workflows.path, { API_ONLY: '1' }));
+    const [server, ...extra] = started;
     return {
-      server,
+      server: server!,
+      extra,
       async close() {
-        await server.stop();
+        await stopAll();
         await remove();
       },
     };
   } catch (err) {
+    await stopAll();
     await remove();
     throw err;
   }

@@ -171,10 +171,10 @@ const WEFT_ENV = [
   'BODY_LIMIT_BYTES', 'WORKER_OFFLINE_SECS', 'SQLITE_SYNCHRONOUS', 'LOG_STREAM_POLL_MS',
 ];
 
-export async function startWeft(databaseUrl: string, workflowsDir: string): Promise<ServerHandle> {
+export async function startWeft(databaseUrl: string, workflowsDir: string, extraEnv: Record<string, string> = {}): Promise<ServerHandle> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of WEFT_ENV) delete env[k];
-  Object.assign(env, { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKFLOWS_DIR: workflowsDir });
+  Object.assign(env, { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, WORKFLOWS_DIR: workflowsDir }, extraEnv);
   // BENCH_SERVER_NODE_ARGS (say `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the server under test.
   const nodeArgs = process.env.BENCH_SERVER_NODE_ARGS?.trim().split(/\s+/).filter(Boolean) ?? [];
   return startServer('weft server', [...nodeArgs, weftBin, 'server'], env);

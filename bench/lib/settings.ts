@@ -2,8 +2,8 @@
 import { envInt } from './util.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
-export type Section = 'ceiling' | 'spec' | 'batch' | 'dag' | 'backlog';
-const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'dag', 'backlog'];
+export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog';
+const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog'];
 
 export interface Settings {
   quick: boolean;
@@ -24,6 +24,8 @@ export interface Settings {
   repSecs: number;
   dag: { chainLength: number; fanWidth: number; longPollSecs: number; pollPauseMs: number; deadlineSecs: number };
   backlog: { sizes: number[]; labelSets: number; claimsPerLoop: { small: number; large: number } };
+  /** Server counts of the `servers` rows: the spec path on PostgreSQL through that many servers on one database. */
+  serverCounts: number[];
   stores: StoreKind[];
   sections: Section[];
   build: boolean;
@@ -58,6 +60,11 @@ export function loadSettings(): Settings {
     dag: { chainLength: quick ? 100 : 200, fanWidth: 50, longPollSecs: 30, pollPauseMs: 2, deadlineSecs: 90 },
     // 1k: every loop's two fitting label sets hold 40 jobs, so 30 claims per loop never run dry.
     backlog: { sizes, labelSets: 50, claimsPerLoop: { small: 30, large: 150 } },
+    serverCounts: (list('BENCH_SERVER_COUNTS') ?? ['2', '3']).map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`BENCH_SERVER_COUNTS: "${x}" is not an integer 1..8`);
+      return n;
+    }),
     stores,
     sections,
     build: process.env.BENCH_NO_BUILD !== '1',

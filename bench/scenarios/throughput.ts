@@ -120,7 +120,7 @@ export function combine(results: LoadgenResult[], seeded: number): Omit<Throughp
 }
 
 /** One repetition of the throughput measurement against `target`. */
-export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch'): Promise<RepOutcome> {
+export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch', servers = 1): Promise<RepOutcome> {
   let fresh: FreshServer | null = null;
   let loadgens: Loadgens | null = null;
   try {
@@ -129,9 +129,9 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
     const seeded = s.jobs + warmupPerLoop * s.loadgenProcesses * s.loopsPerProcess;
     if (target === 'ceiling') {
       const server = await startCeiling(seeded);
-      fresh = { server, close: () => server.stop() };
+      fresh = { server, extra: [], close: () => server.stop() };
     } else {
-      fresh = await freshWeft(target);
+      fresh = await freshWeft(target, servers);
       if (mode === 'batch') {
         const missing = await probeBatch(fresh.server.origin, s);
         if (missing) return { kind: 'unsupported', note: missing };
@@ -139,7 +139,17 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
       seedMs = (await seedRootJobs(fresh.server.origin, seeded)).ms;
     }
     const { origin, pid } = fresh.server;
-    loadgens = await Loadgens.start(loadgenConfigs(s, origin, mode, { warmupClaimsPerLoop: warmupPerLoop }));
+    const extra = fresh.extra;
+    // Several servers: one load-generator process per server, the loops split evenly among them.
+    const configs =
+      extra.length === 0
+        ? loadgenConfigs(s, origin, mode, { warmupClaimsPerLoop: warmupPerLoop })
+        : [fresh.server, ...extra].map((srv, p) => ({
+            ...loadgenConfigs(s, srv.origin, mode, { warmupClaimsPerLoop: warmupPerLoop })[0]!,
+            workerPrefix: `lg${p}`,
+            loops: Math.floor((s.loadgenProcesses * s.loopsPerProcess) / (extra.length + 1)),
+          }));
+    loadgens = await Loadgens.start(configs);
     const results = await loadgens.go(s.repSecs * 1000);
     const peak = readMemory(pid).hwm_bytes;
     const rep: ThroughputRep = { ...combine(results, seeded), seed_ms: seedMs, server_peak_rss_bytes: target === 'ceiling' ? null : peak };
