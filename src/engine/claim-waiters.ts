@@ -14,6 +14,10 @@ interface Waiter {
   resolve: (claims: ClaimResult[]) => void;
   timer: NodeJS.Timeout;
   onAbort?: () => void;
+  /** A claim for this waiter is in flight: whatever it grants must reach the waiter. */
+  claiming: boolean;
+  /** Its deadline passed or its client left while claiming: answered as soon as that claim returns. */
+  over: boolean;
 }
 
 /**
@@ -48,9 +52,9 @@ export class ClaimWaiters {
     if (signal?.aborted) return Promise.resolve([]);
     return new Promise((resolve) => {
       const key = JSON.stringify(ask.labels);
-      const w: Waiter = { ask, signal, resolve, timer: setTimeout(() => this.drop(key, w, []), waitMs) };
+      const w: Waiter = { ask, signal, resolve, timer: setTimeout(() => this.end(key, w), waitMs), claiming: false, over: false };
       if (signal) {
-        w.onAbort = () => this.drop(key, w, []);
+        w.onAbort = () => this.end(key, w);
         signal.addEventListener('abort', w.onAbort, { once: true });
       }
       const q = this.queues.get(key);
@@ -94,7 +98,7 @@ export class ClaimWaiters {
 
   /** Ends every wait with [] (graceful shutdown). */
   close(): void {
-    for (const [key, q] of this.queues) for (const w of [...q]) this.drop(key, w, []);
+    for (const [key, q] of this.queues) for (const w of [...q]) this.end(key, w);
     for (const t of this.delayTimers.values()) clearTimeout(t);
     this.delayTimers.clear();
     if (this.sweep) clearInterval(this.sweep);
@@ -110,18 +114,38 @@ export class ClaimWaiters {
           continue;
         }
         let claims: ClaimResult[];
+        head.claiming = true;
         try {
           claims = await this.tryClaim(head.ask);
         } catch {
           // A failing store must not strand the waiter; its own deadline or the next wake retries.
+          claims = [];
+        } finally {
+          head.claiming = false;
+        }
+        if (claims.length === 0) {
+          // Its deadline (or its client) went while the claim was out: it is answered now, empty.
+          if (head.over) {
+            this.drop(key, head, []);
+            continue;
+          }
           break;
         }
-        if (claims.length === 0) break;
         // Leased to this waiter: it is answered even if it just disconnected; the caller hands the
         // leases back in that case (see the claim route).
         this.drop(key, head, claims);
       }
     }
+  }
+
+  /**
+   * A waiter's deadline passed, its client left, or the server is closing. Not while a claim for it is
+   * in flight: that claim may grant leases, which must be answered (the claim route hands them back
+   * when the client is gone) rather than left to expire unseen.
+   */
+  private end(key: string, w: Waiter): void {
+    if (w.claiming) w.over = true;
+    else this.drop(key, w, []);
   }
 
   private drop(key: string, w: Waiter, claims: ClaimResult[]): void {

@@ -24,6 +24,8 @@ export interface AppOptions {
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** How long a graceful close waits for requests in flight before it closes their connections. */
+const CLOSE_GRACE_MS = 5000;
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -64,7 +66,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(fastifySSE, { heartbeatInterval: 15_000 });
 
   // Long-poll claims would hold a graceful close for up to their wait; they end with `null` instead.
-  app.addHook('preClose', async () => opts.engine.close());
+  // A connection that carries no request (a client's spare keep-alive socket, one left behind by an
+  // aborted request) would hold it for as long as the client keeps it: requests in flight get a grace
+  // period, then every connection still open is closed.
+  app.addHook('preClose', async () => {
+    opts.engine.close();
+    app.server.closeIdleConnections();
+    setTimeout(() => app.server.closeAllConnections(), CLOSE_GRACE_MS).unref();
+  });
 
   // How long callbacks waited for the event loop lately: the figure a blocked loop (say, on an fsync)
   // would show first. Two histograms reset in turn, LOOP_WINDOW_MS apart and half a window out of step,
