@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { backoffToWire } from '../domain/backoff.js';
 import { normalizeLabels } from '../domain/labels.js';
@@ -20,6 +21,8 @@ import type {
   WorkerView,
 } from '../protocol/types.js';
 import type { Claimed, JobChange, JobRecord, LeaseRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+import { StoreUnavailableError } from '../store/index.js';
+import { Peers } from './peers.js';
 import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
@@ -31,6 +34,8 @@ export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 export interface EngineEvents {
   job: [JobChange];
   logs: [JobChange];
+  /** Changes may have been missed (events from other servers were cut off): look again at everything. */
+  resync: [];
 }
 
 export interface ClaimRequest {
@@ -60,6 +65,10 @@ export interface EngineOptions {
 }
 
 const REAP_BATCH = 500;
+/** How long a log follower keeps looking while the database is away before its stream ends. */
+const FOLLOW_OUTAGE_MS = 10_000;
+/** At most one warning per loop this often while the database is away, not one per failed try. */
+const OUTAGE_WARN_EVERY_MS = 5_000;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
 const START_RUN_TRIES = 5;
 
@@ -76,6 +85,7 @@ export class Engine {
   private readonly offlineAfterMs: number;
   private readonly labelSets: LabelSetCache;
   private readonly waiters: ClaimWaiters;
+  private readonly peers: Peers;
 
   constructor(opts: EngineOptions) {
     this.store = opts.store;
@@ -83,9 +93,39 @@ export class Engine {
     this.now = opts.now ?? Date.now;
     this.offlineAfterMs = opts.workerOfflineAfterMs ?? 60_000;
     this.labelSets = new LabelSetCache(opts.store);
-    this.waiters = new ClaimWaiters((ask) => this.claimOnce(ask), opts.claimSweepMs);
+    this.waiters = new ClaimWaiters(
+      (ask) =>
+        this.claimOnce(ask).catch((err: unknown) => {
+          // The waiters keep waiting; their next wake-up or sweep tries again.
+          if (err instanceof StoreUnavailableError) this.warnOutage('long-poll claims', err);
+          throw err;
+        }),
+      opts.claimSweepMs,
+    );
     // Every SSE follower listens here; the default cap of 10 would warn under normal use.
     this.events.setMaxListeners(0);
+    this.peers = new Peers(opts.store, {
+      jobs: (changes) => {
+        this.emitJobs(changes);
+        this.waiters.wake();
+      },
+      logs: (c) => this.events.emit('logs', c),
+      wakeAt: (atMs) => this.waiters.wakeAt(atMs, this.now()),
+      labelSets: () => this.labelSets.invalidate(),
+      resync: () => {
+        this.labelSets.invalidate();
+        this.waiters.wake();
+        this.events.emit('resync');
+      },
+    }, opts.logger);
+  }
+
+  /**
+   * Starts hearing what other servers on the same database change (docs/architecture.md "Events
+   * between servers"); a no-op on a store that has no such channel.
+   */
+  connectPeers(): Promise<void> {
+    return this.peers.start();
   }
 
   // ---------------------------------------------------------------- workflows
@@ -158,6 +198,7 @@ export class Engine {
           continue;
         case 'started':
           this.labelSets.add(labelSets);
+          this.peers.sendLabelSets();
           this.announce(outcome.changes);
           this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run started');
           return this.status(id);
@@ -265,6 +306,11 @@ export class Engine {
     this.waiters.close();
   }
 
+  /** Sends what is still gathered for other servers and stops listening to them. */
+  disconnectPeers(): Promise<void> {
+    return this.peers.close();
+  }
+
   /** Renews the lease by its own ttl from now; 409 once it has expired, been settled or cancelled. */
   async heartbeat(leaseId: string): Promise<HeartbeatResponse> {
     const outcome = await this.store.heartbeat(leaseId, this.now());
@@ -306,7 +352,10 @@ export class Engine {
           { workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, status: job.status, error: job.error },
           job.status === 'queued' ? 'job re-queued' : 'job failed',
         );
-        if (job.status === 'queued' && job.delayed_until_ms > 0) this.waiters.wakeAt(job.delayed_until_ms, this.now());
+        if (job.status === 'queued' && job.delayed_until_ms > 0) {
+          this.waiters.wakeAt(job.delayed_until_ms, this.now());
+          this.peers.sendWakeAt(job.delayed_until_ms);
+        }
         return { status: job.status, attempt: job.attempt, delayed_until_ms: job.status === 'queued' ? job.delayed_until_ms : 0 };
       }
       case 'cancelled':
@@ -323,7 +372,9 @@ export class Engine {
     const outcome = await this.store.pushLogs(leaseId, clean, this.now());
     switch (outcome.kind) {
       case 'stored':
-        this.events.emit('logs', { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id });
+        const change = { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id };
+        this.events.emit('logs', change);
+        this.peers.sendLogs(change);
         return { accepted: outcome.accepted };
       case 'mismatch': {
         const owner = outcome.field === 'workflow_id' ? `workflow "${outcome.lease.workflow_id}"` : `job "${outcome.lease.job_id}"`;
@@ -380,9 +431,22 @@ export class Engine {
     return { run_number: runNumber, attempt: logged ?? job.attempt, status: job.status, job_attempt: job.attempt };
   }
 
-  /** Read access for log followers, which poll between events. */
-  readStore<T>(fn: (r: StoreReads) => Promise<T>): Promise<T> {
-    return this.store.read(fn);
+  /**
+   * Read access for log followers, which poll between events. A follower rides out a short database
+   * outage (a restart) here, looking again with backoff, rather than ending its stream at the first
+   * failed look; an outage longer than FOLLOW_OUTAGE_MS ends the stream, and clients reconnect.
+   */
+  async readStore<T>(fn: (r: StoreReads) => Promise<T>): Promise<T> {
+    const giveUpAt = Date.now() + FOLLOW_OUTAGE_MS;
+    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+      try {
+        return await this.store.read(fn);
+      } catch (err) {
+        if (!(err instanceof StoreUnavailableError) || Date.now() + wait > giveUpAt) throw err;
+        this.warnOutage('log stream', err);
+        await sleep(wait);
+      }
+    }
   }
 
   // ---------------------------------------------------------------- reaper
@@ -394,18 +458,35 @@ export class Engine {
    */
   async reap(): Promise<{ expired: number; timedOut: number }> {
     const now = this.now();
-    const expired = await this.store.expireLeases(now, REAP_BATCH);
-    const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
-    this.announce(expired);
-    this.announce(timedOut);
-    const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
-    if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
-    const counts = { expired: expired.length, timedOut: timedOut.length };
+    const counts = { expired: 0, timedOut: 0 };
+    try {
+      const expired = await this.store.expireLeases(now, REAP_BATCH);
+      counts.expired = expired.length;
+      this.announce(expired);
+      const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
+      counts.timedOut = timedOut.length;
+      this.announce(timedOut);
+      const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
+      if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      // Whatever this pass missed is still there for the next one.
+      this.warnOutage('reaper', err);
+    }
     if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
     return counts;
   }
 
   // ---------------------------------------------------------------- internals
+
+  private readonly outageWarnedAt = new Map<string, number>();
+
+  private warnOutage(loop: string, err: StoreUnavailableError): void {
+    const now = Date.now();
+    if (now - (this.outageWarnedAt.get(loop) ?? -Infinity) < OUTAGE_WARN_EVERY_MS) return;
+    this.outageWarnedAt.set(loop, now);
+    this.log.warn({ loop, reason: err.message }, `${loop}: store unavailable, trying again`);
+  }
 
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
@@ -443,6 +524,7 @@ export class Engine {
     if (changes.length === 0) return;
     this.emitJobs(changes);
     this.waiters.wake();
+    this.peers.sendJobs(changes);
   }
 
   private emitJobs(changes: readonly JobChange[]): void {

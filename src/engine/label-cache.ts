@@ -24,6 +24,11 @@ export class LabelSetCache {
     return this.sets.filter((s) => isSubset(s.labels, offered)).map((s) => s.key);
   }
 
+  /** Sets may have been added elsewhere: the next claim reads what is new first. */
+  invalidate(): void {
+    this.refreshedAt = -Infinity;
+  }
+
   /** Sets just written by this process; later refreshes skip nothing because they go by sequence. */
   add(sets: readonly LabelSet[]): void {
     for (const s of sets) if (!this.sets.some((k) => k.key === s.key)) this.sets.push(s);

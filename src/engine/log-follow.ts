@@ -47,8 +47,13 @@ export async function* followLogs(
     dirty = true;
     wake?.();
   };
+  const onResync = () => {
+    dirty = true;
+    wake?.();
+  };
   engine.events.on('job', onChange);
   engine.events.on('logs', onChange);
+  engine.events.on('resync', onResync);
   const onAbort = () => wake?.();
   opts.signal.addEventListener('abort', onAbort);
   try {
@@ -96,6 +101,7 @@ export async function* followLogs(
   } finally {
     engine.events.off('job', onChange);
     engine.events.off('logs', onChange);
+    engine.events.off('resync', onResync);
     opts.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import type { ErrorObject } from 'ajv';
 import { WeftError, type ErrorBody, type ErrorCode } from '../protocol/errors.js';
 import { DefinitionError } from '../definitions/index.js';
+import { StoreUnavailableError } from '../store/index.js';
 import { describeValidationErrors } from './validation.js';
 
 /** docs/api.md "Errors": every non-2xx is JSON {error, message} plus optional detail fields (docs/protocol.md). */
@@ -16,6 +17,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | WeftError | DefinitionError | Error, req, reply) => {
     if (err instanceof WeftError) {
       return reply.code(err.status).send(err.toBody());
+    }
+    if (err instanceof StoreUnavailableError) {
+      // Expected while the database restarts, and workers retry on 503 by themselves:
+      // one line without a stack, since an outage produces many.
+      req.log.warn({ method: req.method, url: req.url, reason: err.message }, 'store unavailable; answered 503');
+      return reply
+        .code(503)
+        .header('retry-after', '1')
+        .send({ error: 'store_unavailable', message: `${err.message}; try again shortly` } satisfies ErrorBody);
     }
     if (err instanceof DefinitionError) {
       return reply.code(400).send({ error: 'invalid_workflow', message: err.message, issues: err.issues } satisfies ErrorBody);

@@ -32,6 +32,8 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, meaning: 'the body is larger than the server accepts' },
   unsupported_media_type: { status: 415, meaning: 'the body is not application/json' },
   internal: { status: 500, meaning: 'a server fault; the server log has the details' },
+  // 503: nothing is wrong with the request; the same request may succeed shortly.
+  store_unavailable: { status: 503, meaning: 'the database cannot be reached or did not answer in time; retry with backoff' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

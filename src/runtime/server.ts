@@ -31,11 +31,12 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
   const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
+    await engine.connectPeers();
     await loadWorkflowFiles(engine, config.workflowsDir, log);
     app = await buildApp({
       engine,
@@ -64,12 +65,14 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       async close() {
         await reaper?.stop();
         await server.close();
+        await engine.disconnectPeers();
         await store.close();
       },
     };
   } catch (err) {
     await reaper?.stop();
     await app?.close();
+    await engine.disconnectPeers();
     await store.close();
     throw err;
   }
@@ -80,7 +83,7 @@ export async function startScheduler(
   config: ServerConfig,
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
   const engine = new Engine({ store, logger: log });
   const reaper = new Reaper(engine, config.reapIntervalMs, log);
   reaper.start();
@@ -89,6 +92,8 @@ export async function startScheduler(
     engine,
     async close() {
       await reaper.stop();
+      // What the last pass changed still reaches the servers.
+      await engine.disconnectPeers();
       await store.close();
     },
   };

@@ -28,8 +28,29 @@ export function parseDatabaseUrl(url: string | undefined): StoreLocation {
   );
 }
 
+/**
+ * The database cannot be reached or did not answer in time: it is restarting, unreachable, out of
+ * connections, or a statement ran past its timeout. Nothing is wrong with the request, and asking
+ * again later may succeed. An operation that failed this way after its statements were sent may or
+ * may not have taken effect; every operation is guarded, so repeating it is safe (a repeated report
+ * of a landed completion is refused as `lease_completed`).
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+}
+
+export interface PostgresOptions {
+  /** Most connections the pool opens (PG_POOL_MAX). */
+  max?: number;
+  /** Server-side limit per statement, 0 for none (PG_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** Limit on opening a connection (PG_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
+}
+
 export interface OpenStoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  postgres?: PostgresOptions;
 }
 
 export async function openStore(url: string | undefined, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -39,5 +60,5 @@ export async function openStore(url: string | undefined, opts: OpenStoreOptions 
   }
   // Loaded only when chosen: an SQLite deployment never pays for the PostgreSQL driver.
   const { PostgresStore } = await import('./postgres/postgres-store.js');
-  return PostgresStore.open(loc.url);
+  return PostgresStore.open(loc.url, opts.postgres);
 }

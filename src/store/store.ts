@@ -325,6 +325,18 @@ export interface Store {
    */
   settleStrandedRuns(nowMs: number, limit: number): Promise<number>;
 
+  // events between processes sharing the database (docs/architecture.md "Events between servers")
+  /**
+   * Delivers every message another process publishes to `onMessage`. `onResync` runs each time
+   * listening starts again after it was cut off, when messages may have been missed; `onError` hears
+   * of each failed try to listen again. Resolves once
+   * listening, with a function that stops it. Absent where no other live process shares the store
+   * (SQLite, whose other processes are found by periodic looks).
+   */
+  listen?(onMessage: (payload: string) => void, onResync: () => void, onError?: (err: Error) => void): Promise<() => Promise<void>>;
+  /** Sends a short message (under 8,000 bytes) to every listening process, this one included. */
+  publish?(payload: string): Promise<void>;
+
   // workers
   /** Creates or updates the worker, setting its labels and last-seen time. */
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord>;

@@ -1,3 +1,6 @@
+import { VERSION } from '../../version.js';
+import { transaction, type Sql } from './tx.js';
+
 /**
  * Versioned schema of the PostgreSQL store, table for table the SQLite schema (src/store/sqlite/migrations.ts).
  * A migration is never edited once released: add a new one.
@@ -161,3 +164,44 @@ CREATE INDEX runs_running ON runs(workflow_id, run_number) WHERE status = 'runni
 `,
   },
 ];
+
+/** The newest schema version this build knows. */
+export const LATEST_SCHEMA_VERSION = Math.max(...POSTGRES_MIGRATIONS.map((m) => m.version));
+
+/** Advisory lock key (hashtext of a name; scoped to the database by PostgreSQL). */
+const MIGRATION_LOCK = `hashtext('weft.store.migrations')`;
+
+/**
+ * Brings the schema up to this build's version, in one transaction under a transaction-scoped advisory
+ * lock: processes starting together on a fresh database queue on the lock, and the later ones find
+ * everything applied. Refuses a schema newer than this build knows: its statements would run against
+ * tables they were not written for, and a newer build may rely on rows this one would write wrongly.
+ */
+export async function migrate(sql: Sql): Promise<void> {
+  await transaction(
+    sql,
+    async (q) => {
+      // The statement timeout is for serving requests; waiting for another migrator or rewriting a
+      // large table may rightly take longer.
+      await q('SET LOCAL statement_timeout = 0');
+      await q(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+      await q(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)`);
+      const applied = new Set((await q('SELECT version FROM schema_migrations')).map((r) => r.version as number));
+      const newest = Math.max(0, ...applied);
+      if (newest > LATEST_SCHEMA_VERSION) {
+        throw new Error(
+          `the database schema is at version ${newest}, newer than this build of weft (${VERSION}) knows: ` +
+            `it knows versions up to ${LATEST_SCHEMA_VERSION}. Run a weft release that knows schema version ${newest}, ` +
+            'or restore a backup taken before the newer release migrated the database',
+        );
+      }
+      for (const m of POSTGRES_MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        await q(m.sql);
+        await q('INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+      }
+    },
+    { retry: false, bounded: false },
+  );
+}

@@ -1,4 +1,3 @@
-import postgres from 'postgres';
 import type { Outputs } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
@@ -19,50 +18,94 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { settleStrandedRuns } from './failures.js';
+import * as events from './events.js';
 import * as leaseOps from './lease-ops.js';
-import { POSTGRES_MIGRATIONS } from './migrations.js';
+import type { PostgresOptions } from '../index.js';
+import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import * as runOps from './run-ops.js';
-import { transaction, type Sql } from './tx.js';
+import { endPool, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
 
 export { QUERIES } from './queries.js';
 
-export interface PostgresStoreOptions {
-  /** Pool size. */
-  max?: number;
-}
+export type PostgresStoreOptions = PostgresOptions;
 
-/** Advisory lock key (hashtext of a name; scoped to the database by PostgreSQL). */
-const MIGRATION_LOCK = `hashtext('weft.store.migrations')`;
+/** README "Configuration": PG_POOL_MAX, PG_STATEMENT_TIMEOUT_MS, PG_CONNECT_TIMEOUT_MS. */
+export const POSTGRES_DEFAULTS = { max: 10, statementTimeoutMs: 30_000, connectTimeoutMs: 5_000 } as const;
 
 /**
- * The networked store: a postgres.js pool. Every operation is one statement or one READ COMMITTED
- * transaction whose writes are guarded by the state they expect, with rows locked in one order (see
- * queries.ts), so any number of server processes can share a database without a global lock. `read` is
- * a REPEATABLE READ, READ ONLY transaction, so everything `fn` reads comes from one snapshot.
+ * Seconds a closed connection waits before it reconnects, by how many connection attempts failed in a
+ * row. postgres.js's own curve climbs to 20 s within a few failures, so a pool that failed through a
+ * short outage would keep requests waiting, and itself away from the database, long after the
+ * database is back. Half a second at most keeps reconnecting cheap (a refused connect costs nothing)
+ * and recovery prompt.
+ */
+function reconnectDelaySecs(failures: number): number {
+  return Math.min(0.05 * 2 ** failures, 0.5) * (0.5 + Math.random() / 2);
+}
+
+/** A one-dimensional PostgreSQL array literal, every element quoted (numbers included). */
+function arrayLiteral(xs: readonly unknown[]): string {
+  return `{${xs.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+}
+
+/**
+ * The array types queries.ts sends as parameters (text[], int[], bigint[]). The driver would learn
+ * them from a catalogue query on every new connection (`fetch_types`), but when that query fails
+ * (the server shutting down or the backend terminated just then) its rejection is unhandled and ends
+ * the process. A statement with another array parameter needs its type added here.
+ */
+const ARRAY_PARAMETERS = {
+  text_array: { to: 1009, from: [] as number[], serialize: arrayLiteral, parse: (x: string) => x },
+  int4_array: { to: 1007, from: [] as number[], serialize: arrayLiteral, parse: (x: string) => x },
+  int8_array: { to: 1016, from: [] as number[], serialize: arrayLiteral, parse: (x: string) => x },
+};
+
+/**
+ * The networked store, over postgres.js connections (tx.ts). Every operation is one statement or one
+ * READ COMMITTED transaction whose writes are guarded by the state they expect, with rows locked in one
+ * order (see queries.ts), so any number of server processes can share a database without a global
+ * lock. `read` is a REPEATABLE READ, READ ONLY transaction, so everything `fn` reads comes from one
+ * snapshot.
  */
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
 
-  private constructor(readonly sql: Sql) {}
+  private constructor(
+    readonly sql: Sql,
+    private readonly url: string,
+  ) {}
 
   /** Connects, applies pending migrations and returns the store. */
   static async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const sql = postgres(url, {
-      max: opts.max ?? 10,
+    const statementTimeoutMs = opts.statementTimeoutMs ?? POSTGRES_DEFAULTS.statementTimeoutMs;
+    const connectTimeoutMs = opts.connectTimeoutMs ?? POSTGRES_DEFAULTS.connectTimeoutMs;
+    const options: PoolOptions = {
+      connect_timeout: connectTimeoutMs / 1000,
+      backoff: reconnectDelaySecs,
+      // Startup parameters, so they hold on every connection, reconnects included. A string, since
+      // the driver leaves falsy values out and 0 must still override a database default.
+      connection: { application_name: 'weft', statement_timeout: String(statementTimeoutMs) as unknown as number },
       onnotice: () => {},
-      // int8 (BIGINT, BIGSERIAL, count(*)) as JS numbers: epoch milliseconds and row ids fit easily.
+      fetch_types: false,
       types: {
+        // int8 (BIGINT, BIGSERIAL, count(*)) as JS numbers: epoch milliseconds and row ids fit easily.
         bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+        ...ARRAY_PARAMETERS,
       },
-    }) as unknown as Sql;
+    };
+    // Each statement has the statement timeout; a whole operation (waiting for a connection, then its
+    // statements) gets one connect timeout and one statement timeout, and a second to spare, before
+    // the caller is told the database is unavailable.
+    const operationLimitMs = statementTimeoutMs > 0 ? connectTimeoutMs + statementTimeoutMs + 1000 : 0;
+    const sql = openPool(url, options, opts.max ?? POSTGRES_DEFAULTS.max, operationLimitMs);
     try {
       await migrate(sql);
     } catch (err) {
-      await sql.end({ timeout: 1 }).catch(() => {});
+      await endPool(sql, 1).catch(() => {});
       throw new Error(`cannot open PostgreSQL database ${redact(url)}: ${(err as Error).message}`, { cause: err });
     }
-    return new PostgresStore(sql);
+    return new PostgresStore(sql, url);
   }
 
   read<T>(fn: (reads: StoreReads) => Promise<T>): Promise<T> {
@@ -127,6 +170,14 @@ export class PostgresStore implements Store {
     return leaseOps.timeOutJobs(this.sql, nowMs, limit);
   }
 
+  listen(onMessage: (payload: string) => void, onResync: () => void, onError?: (err: Error) => void): Promise<() => Promise<void>> {
+    return events.listen(this.url, onMessage, onResync, onError ?? (() => {}));
+  }
+
+  publish(payload: string): Promise<void> {
+    return events.publish(this.sql, payload);
+  }
+
   settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
     return settleStrandedRuns(this.sql, nowMs, limit);
   }
@@ -136,25 +187,10 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.sql.end({ timeout: 5 });
+    await endPool(this.sql, 5);
   }
 }
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
-}
-
-async function migrate(sql: Sql): Promise<void> {
-  await sql.begin(async (tx) => {
-    // Two processes starting on a fresh database queue here; the second finds everything applied.
-    await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
-    await tx.unsafe(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)`);
-    const applied = new Set((await tx`SELECT version FROM schema_migrations`).map((r) => r.version as number));
-    for (const m of POSTGRES_MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      await tx.unsafe(m.sql);
-      await tx`INSERT INTO schema_migrations (version, name, applied_at_ms) VALUES (${m.version}, ${m.name}, ${Date.now()})`;
-    }
-  });
 }
