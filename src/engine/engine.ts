@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { backoffToWire } from '../domain/backoff.js';
 import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
 import { storableText } from '../domain/text.js';
@@ -20,55 +18,22 @@ import type {
   StatusDocument,
   WorkerView,
 } from '../protocol/types.js';
-import type { Claimed, JobChange, JobRecord, LeaseRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+import type { JobChange, JobRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
+import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
+import type { ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
 import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { planRun } from './run-plan.js';
-import { logChunkView, statusDocument, workerViews } from './views.js';
+import { claimResult, leaseView, logChunkView, statusDocument, workerViews } from './views.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
-export interface EngineEvents {
-  job: [JobChange];
-  logs: [JobChange];
-  /** Changes may have been missed (events from other servers were cut off): look again at everything. */
-  resync: [];
-}
-
-export interface ClaimRequest {
-  worker_id: string;
-  labels: string[];
-  lease_ttl_secs?: number;
-}
-
-export interface ClaimWait {
-  /** How long a claim that finds nothing may wait for a job (0: answer at once). */
-  waitMs?: number;
-  /** Aborts the wait (the client went away). */
-  signal?: AbortSignal;
-}
-
-export interface EngineOptions {
-  store: Store;
-  logger: Logger;
-  now?: () => number;
-  /** A worker unseen for longer than this is shown `offline`. */
-  workerOfflineAfterMs?: number;
-  /**
-   * How often waiting claims look again on their own, for jobs queued by another process (which
-   * raises no event here). Default 1000.
-   */
-  claimSweepMs?: number;
-}
+export type { ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
 
 const REAP_BATCH = 500;
-/** How long a log follower keeps looking while the database is away before its stream ends. */
-const FOLLOW_OUTAGE_MS = 10_000;
-/** At most one warning per loop this often while the database is away, not one per failed try. */
-const OUTAGE_WARN_EVERY_MS = 5_000;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
 const START_RUN_TRIES = 5;
 
@@ -86,18 +51,20 @@ export class Engine {
   private readonly labelSets: LabelSetCache;
   private readonly waiters: ClaimWaiters;
   private readonly peers: Peers;
+  private readonly outage: OutageWarnings;
 
   constructor(opts: EngineOptions) {
     this.store = opts.store;
     this.log = opts.logger;
     this.now = opts.now ?? Date.now;
+    this.outage = new OutageWarnings(opts.logger);
     this.offlineAfterMs = opts.workerOfflineAfterMs ?? 60_000;
     this.labelSets = new LabelSetCache(opts.store);
     this.waiters = new ClaimWaiters(
       (ask) =>
         this.claimOnce(ask).catch((err: unknown) => {
           // The waiters keep waiting; their next wake-up or sweep tries again.
-          if (err instanceof StoreUnavailableError) this.warnOutage('long-poll claims', err);
+          if (err instanceof StoreUnavailableError) this.outage.warn('long-poll claims', err);
           throw err;
         }),
       opts.claimSweepMs,
@@ -434,19 +401,10 @@ export class Engine {
   /**
    * Read access for log followers, which poll between events. A follower rides out a short database
    * outage (a restart) here, looking again with backoff, rather than ending its stream at the first
-   * failed look; an outage longer than FOLLOW_OUTAGE_MS ends the stream, and clients reconnect.
+   * failed look; a longer outage ends the stream (outage.ts), and clients reconnect.
    */
-  async readStore<T>(fn: (r: StoreReads) => Promise<T>): Promise<T> {
-    const giveUpAt = Date.now() + FOLLOW_OUTAGE_MS;
-    for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
-      try {
-        return await this.store.read(fn);
-      } catch (err) {
-        if (!(err instanceof StoreUnavailableError) || Date.now() + wait > giveUpAt) throw err;
-        this.warnOutage('log stream', err);
-        await sleep(wait);
-      }
-    }
+  readStore<T>(fn: (r: StoreReads) => Promise<T>): Promise<T> {
+    return readThroughOutage(this.store, fn, (err) => this.outage.warn('log stream', err));
   }
 
   // ---------------------------------------------------------------- reaper
@@ -471,22 +429,13 @@ export class Engine {
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;
       // Whatever this pass missed is still there for the next one.
-      this.warnOutage('reaper', err);
+      this.outage.warn('reaper', err);
     }
     if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
     return counts;
   }
 
   // ---------------------------------------------------------------- internals
-
-  private readonly outageWarnedAt = new Map<string, number>();
-
-  private warnOutage(loop: string, err: StoreUnavailableError): void {
-    const now = Date.now();
-    if (now - (this.outageWarnedAt.get(loop) ?? -Infinity) < OUTAGE_WARN_EVERY_MS) return;
-    this.outageWarnedAt.set(loop, now);
-    this.log.warn({ loop, reason: err.message }, `${loop}: store unavailable, trying again`);
-  }
 
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
@@ -539,38 +488,4 @@ function workflowNotFound(id: string): WeftError {
 function unknownJob(wf: WorkflowRecord, jobId: string): WeftError {
   const names = wf.definition.jobs.map((j) => j.id).join(', ');
   return new WeftError('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
-}
-
-function claimResult(c: Claimed): ClaimResult {
-  return { job: claimedJob(c.job), lease: leaseView(c.lease) };
-}
-
-function claimedJob(job: JobRecord): ClaimedJob {
-  return {
-    job_id: job.job_id,
-    workflow_id: job.workflow_id,
-    command: job.command,
-    required_labels: job.labels,
-    retry_policy: { max_retries: job.max_retries, backoff: backoffToWire(job.backoff) },
-    attempt: job.attempt,
-    upstream_outputs: job.upstream_outputs,
-    enqueued_at_ms: job.enqueued_at_ms,
-    delayed_until_ms: job.delayed_until_ms,
-    run_number: job.run_number,
-    name: job.name,
-    env: job.env,
-    timeout_secs: job.timeout_secs,
-  };
-}
-
-function leaseView(l: LeaseRecord): LeaseView {
-  return {
-    lease_id: l.lease_id,
-    job_id: l.job_id,
-    workflow_id: l.workflow_id,
-    worker_id: l.worker_id,
-    ttl_secs: l.ttl_secs,
-    granted_at_ms: l.granted_at_ms,
-    expires_at_ms: l.expires_at_ms,
-  };
 }

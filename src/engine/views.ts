@@ -1,8 +1,8 @@
 import { backoffToWire } from '../domain/backoff.js';
 import type { JobPresentation, JobSpec } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
-import type { CurrentLease, JobView, LogChunkView, StatusDocument, WorkerView } from '../protocol/types.js';
-import type { JobRecord, LeaseRecord, LogChunkRecord, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
+import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, StatusDocument, WorkerView } from '../protocol/types.js';
+import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 
 /**
  * The documents the API returns, built from store records in the shapes of src/protocol/types.ts:
@@ -153,5 +153,40 @@ export function logChunkView(c: LogChunkRecord): LogChunkView {
     stream: c.stream,
     data: c.data,
     timestamp_ms: c.timestamp_ms,
+  };
+}
+
+/** A claim as the worker protocol answers it (docs/api.md "POST /api/jobs/claim"). */
+export function claimResult(c: Claimed): ClaimResult {
+  return { job: claimedJob(c.job), lease: leaseView(c.lease) };
+}
+
+function claimedJob(job: JobRecord): ClaimedJob {
+  return {
+    job_id: job.job_id,
+    workflow_id: job.workflow_id,
+    command: job.command,
+    required_labels: job.labels,
+    retry_policy: { max_retries: job.max_retries, backoff: backoffToWire(job.backoff) },
+    attempt: job.attempt,
+    upstream_outputs: job.upstream_outputs,
+    enqueued_at_ms: job.enqueued_at_ms,
+    delayed_until_ms: job.delayed_until_ms,
+    run_number: job.run_number,
+    name: job.name,
+    env: job.env,
+    timeout_secs: job.timeout_secs,
+  };
+}
+
+export function leaseView(l: LeaseRecord): LeaseView {
+  return {
+    lease_id: l.lease_id,
+    job_id: l.job_id,
+    workflow_id: l.workflow_id,
+    worker_id: l.worker_id,
+    ttl_secs: l.ttl_secs,
+    granted_at_ms: l.granted_at_ms,
+    expires_at_ms: l.expires_at_ms,
   };
 }
