@@ -407,6 +407,11 @@ export class Engine {
     return readThroughOutage(this.store, fn, (err) => this.outage.warn('log stream', err));
   }
 
+  /** Resolves when the store answers a read (GET /readyz); rejects with why it does not. */
+  async ready(): Promise<void> {
+    await this.store.read((r) => r.getWorkflow(''));
+  }
+
   // ---------------------------------------------------------------- reaper
 
   /**

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import cors from '@fastify/cors';
@@ -31,6 +32,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    // A caller's x-request-id is kept (bounded), else one is made; it is in every log line of the request.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
     // Workers poll claim every few seconds; a log line per request would drown everything else.
     logController: new LogController({ disableRequestLogging: true }),
     // Lease ids and job ids travel in paths; keep routing exact.
@@ -100,6 +107,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // The histogram holds whole sampling intervals; what is beyond one interval is the delay.
   const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - LOOP_SAMPLE_MS);
+  // Echoed so a client can quote it when it reports a problem.
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  // Ready means the store answers: a load balancer sends no traffic to a server whose database is away.
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await opts.engine.ready();
+      return { ok: true };
+    } catch (err) {
+      return reply.code(503).send({ error: 'store_unavailable', message: `the store does not answer: ${(err as Error).message}` } satisfies ErrorBody);
+    }
+  });
   app.get('/healthz', async () => {
     const m = monitors[resetAt[0]! <= resetAt[1]! ? 0 : 1]!;
     return {

@@ -31,7 +31,8 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
   }
   return {
     port: envNumber(env, 'PORT', 3000, { min: 0, max: 65535, integer: true }),
-    host: env.HOST?.trim() || '0.0.0.0',
+    // Loopback unless a deployment says otherwise: anyone who reaches the API can have workers run commands.
+    host: env.HOST?.trim() || '127.0.0.1',
     apiOnly: envFlag(env, 'API_ONLY'),
     workflowsDir: env.WORKFLOWS_DIR?.trim() || 'workflows',
     corsOrigins: (env.CORS_ORIGINS ?? '')

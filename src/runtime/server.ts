@@ -51,7 +51,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       reaper = new Reaper(engine, config.reapIntervalMs, log);
       reaper.start();
     }
-    log.info(
+    // Scripts wait for this line, so it is printed whatever LOG_LEVEL says.
+    log.child({}, { level: 'info' }).info(
       { port, store: store.kind, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs },
       `weft server listening on ${url}`,
     );
