@@ -46,6 +46,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       logPollMs: config.logPollMs,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
+    if (config.port !== 0 && port !== config.port) {
+      // Often a second server started by mistake on the same store: make it visible.
+      log.warn({ requested_port: config.port, port }, `port ${config.port} is taken; listening on ${port} instead`);
+    }
     const url = `http://${displayHost(config.host)}:${port}`;
     if (!config.apiOnly) {
       reaper = new Reaper(engine, config.reapIntervalMs, log);

@@ -60,6 +60,8 @@ test('PORT fall-forward: a taken port makes the server bind a later one and say 
   const srv = await server(t, sb, { PORT: String(taken) });
   assert.ok(srv.port > taken && srv.port <= taken + 100, `expected a port after ${taken}, got ${srv.port}`);
   assert.match(srv.output(), new RegExp(`listening on http://127\\.0\\.0\\.1:${srv.port}\\b`));
+  // At warn level: a second server on the same store is easy to start by mistake.
+  assert.match(srv.output(), new RegExp(`"level":40[^\\n]*port ${taken} is taken; listening on ${srv.port} instead`));
   const h = await request('GET', `http://127.0.0.1:${srv.port}/healthz`);
   assert.equal(h.status, 200);
   // The taken port is still ours: the server did not steal or share it.
