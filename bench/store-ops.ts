@@ -16,6 +16,7 @@ import type { Claimed } from '../src/store/store.js';
 import { Conn } from '../src/store/sqlite/conn.js';
 import { openConnection } from '../src/store/sqlite/connection.js';
 import { runBatch, type WriteCall } from '../src/store/sqlite/group-commit.js';
+import * as OPS from '../src/store/sqlite/operations.js';
 
 function leaseId(): string {
   if (process.env.V7 !== '1') return randomUUID();
@@ -88,7 +89,7 @@ const walBytes = fs.existsSync(`${file}-wal`) ? fs.statSync(`${file}-wal`).size 
 db.close();
 
 // Per-operation time: the same operations again, timed one by one inside a transaction without COMMIT.
-const perOp = fs.existsSync(file) ? timeOps() : null;
+const perOp = timeOps();
 fs.rmSync(dir, { recursive: true, force: true });
 const us = (ms: number, n: number) => ((ms * 1000) / n).toFixed(1);
 console.log(
@@ -102,7 +103,7 @@ console.log(
 function timeOps() {
   const db2 = openConnection(file, { synchronous: 'FULL' });
   const c2 = new Conn(db2);
-  const store = { n: 2000 };
+  const n = 2000;
   // Fresh queued jobs for the timing: requeue what was just completed, as it was.
   db2.exec(`UPDATE jobs SET status = 'queued', lease_id = NULL, worker_id = NULL, outputs = NULL, finished_at_ms = NULL, started_at_ms = NULL`);
   db2.exec(`UPDATE runs SET unfinished_jobs = 1000000, status = 'running'`);
@@ -110,15 +111,15 @@ function timeOps() {
   const leases: string[] = [];
   db2.exec('BEGIN IMMEDIATE');
   let t = performance.now();
-  for (let i = 0; i < store.n; i++) {
+  for (let i = 0; i < n; i++) {
     const req = { worker_id: `w${i % 16}`, worker_labels: [], label_keys: [key], ttl_secs: 60, max: 1, lease_ids: [leaseId()], now_ms: now };
     const got = runOp('claim', [req]) as Claimed[];
     leases.push(got[0]!.lease.lease_id);
   }
-  const claimUs = ((performance.now() - t) * 1000) / store.n;
+  const claimUs = ((performance.now() - t) * 1000) / n;
   t = performance.now();
   for (const l of leases) runOp('complete', [l, {}, now]);
-  const completeUs = ((performance.now() - t) * 1000) / store.n;
+  const completeUs = ((performance.now() - t) * 1000) / n;
   db2.exec('ROLLBACK');
   db2.close();
   return { us_claim: claimUs.toFixed(1), us_complete: completeUs.toFixed(1) };
@@ -129,4 +130,3 @@ function timeOps() {
   }
 }
 
-import * as OPS from '../src/store/sqlite/operations.js';

@@ -230,6 +230,15 @@ export type CancelRunOutcome =
   | { kind: 'idle' }
   | { kind: 'not_found' };
 
+export interface StartRunRequest {
+  workflow_id: string;
+  /** The definition's hash the jobs were built from; `stale` when it changed since. */
+  expected_hash: string;
+  jobs: readonly NewJob[];
+  label_sets: readonly LabelSet[];
+  now_ms: number;
+}
+
 export interface ClaimRequest {
   worker_id: string;
   /** The worker's labels (normalized), recorded on the worker row. */
@@ -284,7 +293,7 @@ export interface Store {
    * unique and gapless per workflow. `expected_hash` guards against a definition that changed after
    * the jobs were built from it. The label sets of the jobs are recorded too.
    */
-  startRun(req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number }): Promise<StartRunOutcome>;
+  startRun(req: StartRunRequest): Promise<StartRunOutcome>;
   /** Cancels every pending, queued and running job of the latest run, if it is running; voids their leases. */
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
 

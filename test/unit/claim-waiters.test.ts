@@ -10,19 +10,17 @@ import type { ClaimResult } from '../../src/protocol/types.js';
 const ask: ClaimAsk = { worker_id: 'w', labels: [], max: 1 };
 const granted = { job: { job_id: 'j' }, lease: { lease_id: 'l1' } } as unknown as ClaimResult;
 
-/** A claim attempt that can be held open, and how many were made. */
+/** A claim attempt held open until `grant`; `started` resolves once it is out. */
 function slowClaims() {
   let release: (r: ClaimResult[]) => void = () => {};
-  const state = { attempts: 0 };
   let onStart: () => void = () => {};
   const started = new Promise<void>((r) => (onStart = r));
   const tryClaim = (_: ClaimAsk) =>
     new Promise<ClaimResult[]>((resolve) => {
-      state.attempts++;
       release = resolve;
       onStart();
     });
-  return { tryClaim, started, grant: (r: ClaimResult[]) => release(r), state };
+  return { tryClaim, started, grant: (r: ClaimResult[]) => release(r) };
 }
 
 test('a waiter whose deadline passes while a claim for it is out gets what that claim granted', async (t) => {

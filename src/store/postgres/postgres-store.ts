@@ -8,10 +8,9 @@ import type {
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
-  LabelSet,
-  NewJob,
   PushLogsOutcome,
   StartRunOutcome,
+  StartRunRequest,
   Store,
   StoreReads,
   WorkerRecord,
@@ -124,13 +123,7 @@ export class PostgresStore implements Store {
     return runOps.saveWorkflow(this.sql, rec);
   }
 
-  startRun(req: {
-    workflow_id: string;
-    expected_hash: string;
-    jobs: readonly NewJob[];
-    label_sets: readonly LabelSet[];
-    now_ms: number;
-  }): Promise<StartRunOutcome> {
+  startRun(req: StartRunRequest): Promise<StartRunOutcome> {
     return runOps.startRun(this.sql, req);
   }
 

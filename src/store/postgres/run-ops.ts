@@ -3,9 +3,8 @@ import type {
   CancelRunOutcome,
   ClaimRequest,
   Claimed,
-  LabelSet,
-  NewJob,
   StartRunOutcome,
+  StartRunRequest,
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
@@ -38,7 +37,7 @@ export async function registerWorker(sql: Sql, workerId: string, labels: readonl
 
 export async function startRun(
   sql: Sql,
-  req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number },
+  req: StartRunRequest,
 ): Promise<StartRunOutcome> {
   return transaction(sql, async (q): Promise<StartRunOutcome> => {
     // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf).

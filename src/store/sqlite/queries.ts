@@ -45,7 +45,8 @@ export const QUERIES = {
     WHERE workflow_id = @workflow_id AND run_number = @run_number
     RETURNING status, unfinished_jobs, failed_jobs, cancelled_jobs`,
   /** Running runs with nothing left unfinished, through runs_running. ? limit */
-  strandedRuns: `SELECT workflow_id, run_number FROM runs WHERE status = 'running' AND unfinished_jobs = 0 LIMIT ?`,
+  strandedRuns: `SELECT workflow_id, run_number, status, unfinished_jobs, failed_jobs, cancelled_jobs FROM runs
+    WHERE status = 'running' AND unfinished_jobs = 0 LIMIT ?`,
   /** ? status, ? finished_at_ms, ? workflow_id, ? run_number */
   settleRun: `UPDATE runs SET status = ?, finished_at_ms = ? WHERE workflow_id = ? AND run_number = ? AND status = 'running'`,
 

@@ -2,7 +2,7 @@ import type { JobChange } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { expireLease, timeOut } from './lease-check.js';
-import { finishJobs } from './settle.js';
+import { settleIfOver, type RunCounters } from './settle.js';
 
 /**
  * The reaper's operations: what no lease call came to settle. Each item is found through its partial
@@ -28,7 +28,7 @@ export function timeOutJobs(c: Conn, nowMs: number, limit: number): JobChange[] 
  * both stores (docs/architecture.md "Run settlement").
  */
 export function settleStrandedRuns(c: Conn, nowMs: number, limit: number): number {
-  const runs = c.q('strandedRuns').all(limit) as Array<{ workflow_id: string; run_number: number }>;
-  for (const r of runs) finishJobs(c, r, { finished: 0, failed: 0, cancelled: 0 }, nowMs, true);
+  const runs = c.q('strandedRuns').all(limit) as Array<RunCounters & { workflow_id: string; run_number: number }>;
+  for (const r of runs) settleIfOver(c, r, r, nowMs);
   return runs.length;
 }

@@ -1,5 +1,5 @@
 import { runStateFromCounts } from '../../domain/run-state.js';
-import type { CancelRunOutcome, JobChange, LabelSet, NewJob, RunRecord, StartRunOutcome, WorkflowRecord } from '../store.js';
+import type { CancelRunOutcome, JobChange, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
 import { jobRow, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { finishJobs } from './settle.js';
@@ -42,7 +42,7 @@ export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated
  */
 export function startRun(
   c: Conn,
-  req: { workflow_id: string; expected_hash: string; jobs: readonly NewJob[]; label_sets: readonly LabelSet[]; now_ms: number },
+  req: StartRunRequest,
 ): StartRunOutcome {
   const row = c.q('getWorkflow').get(req.workflow_id) as Row | undefined;
   if (!row) return { kind: 'not_found' };

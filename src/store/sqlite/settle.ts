@@ -28,14 +28,24 @@ export function finishJobs(
   run: { workflow_id: string; run_number: number },
   counts: { finished: number; failed: number; cancelled: number },
   nowMs: number,
-  /** Look at the counters even though nothing finished now (the reaper's sweep). */
-  always = false,
 ): void {
-  if (counts.finished === 0 && !always) return;
+  if (counts.finished === 0) return;
   const r = c.q('countFinishedJobs').get({ workflow_id: run.workflow_id, run_number: run.run_number, ...counts }) as
-    | { status: string; unfinished_jobs: number; failed_jobs: number; cancelled_jobs: number }
+    | RunCounters
     | undefined;
-  if (!r || r.unfinished_jobs > 0 || r.status !== 'running') return;
+  if (r && r.status === 'running') settleIfOver(c, run, r, nowMs);
+}
+
+export interface RunCounters {
+  status: string;
+  unfinished_jobs: number;
+  failed_jobs: number;
+  cancelled_jobs: number;
+}
+
+/** Records how a running run ended, once its counters say no job is left unfinished. */
+export function settleIfOver(c: Conn, run: { workflow_id: string; run_number: number }, r: RunCounters, nowMs: number): void {
+  if (r.unfinished_jobs > 0) return;
   const state = runStateFromCounts({ unfinished: r.unfinished_jobs, failed: r.failed_jobs, cancelled: r.cancelled_jobs });
   c.q('settleRun').run(state, nowMs, run.workflow_id, run.run_number);
 }

@@ -10,10 +10,9 @@ import type {
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
-  LabelSet,
-  NewJob,
   PushLogsOutcome,
   StartRunOutcome,
+  StartRunRequest,
   Store,
   StoreReads,
   WorkerRecord,
@@ -90,13 +89,7 @@ export class SqliteStore implements Store {
     return this.write('saveWorkflow', [rec]);
   }
 
-  startRun(req: {
-    workflow_id: string;
-    expected_hash: string;
-    jobs: readonly NewJob[];
-    label_sets: readonly LabelSet[];
-    now_ms: number;
-  }): Promise<StartRunOutcome> {
+  startRun(req: StartRunRequest): Promise<StartRunOutcome> {
     return this.write('startRun', [req]);
   }
 
