@@ -71,6 +71,9 @@ function checkOptions(opts: WorkerOptions) {
   };
 }
 
+/** How long a claim in flight at stop() may still bring its answer (see claimController). */
+const CLAIM_ANSWER_GRACE_MS = 250;
+
 /** Pulls jobs from a weft server and runs `handler` for each. See {@link WorkerOptions}. */
 export class Worker extends EventEmitter<WorkerEvents> {
   readonly client: WorkflowClient;
@@ -100,6 +103,12 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly keeper: LeaseKeeper;
   private readonly reporter: ReportBatcher;
   private readonly stopController = new AbortController();
+  /**
+   * Ends a claim in flight, a moment after stop(): an answer the server has already sent (its job is
+   * leased to us) still arrives and is run; a long poll still waiting is cut, and the server hands
+   * back whatever it grants after that (docs/api.md "POST /api/jobs/claim").
+   */
+  private readonly claimController = new AbortController();
   /** Poked when a slot frees up or stop() is called: the claim loop looks again at once. */
   private readonly wakeup = new Wakeup();
   private started = false;
@@ -199,6 +208,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
    */
   async stop(opts: { abort?: boolean } = {}): Promise<void> {
     this.stopController.abort();
+    // Aborting: no job is wanted any more, not even one already on its way (the server takes it back).
+    if (opts.abort) this.claimController.abort();
+    else setTimeout(() => this.claimController.abort(), CLAIM_ANSWER_GRACE_MS).unref();
     this.wakeup.poke();
     if (opts.abort) {
       this.aborting = true;
@@ -289,8 +301,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       const waitSecs = this.longPollSecs;
       const batched = this.useBatches;
       try {
-        // stop() aborts a waiting claim; the server hands back a lease granted in that instant.
-        const signal = this.stopController.signal;
+        const signal = this.claimController.signal;
         if (batched) {
           this.reserved += free;
           try {
