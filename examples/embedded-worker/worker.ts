@@ -11,6 +11,7 @@ import { PermanentError, Worker } from 'weft';
 
 const worker = new Worker({
   serverUrl: process.env.SERVER_URL ?? 'http://localhost:3000',
+  token: process.env.WEFT_TOKEN,
   labels: (process.env.WORKER_LABELS ?? 'ts').split(',').filter(Boolean),
   concurrency: 2,
   async handler(job, ctx) {

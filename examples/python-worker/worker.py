@@ -7,7 +7,8 @@ cancellation, push stdout/stderr lines as batched log chunks, turn `::set-output
 into outputs, and report complete/fail (error truncated to 4096 characters).
 
 Env: SERVER_URL (http://localhost:3000), WORKER_LABELS (comma-separated), WORKER_ID
-(hostname-random), LEASE_TTL_SECS (30), HEARTBEAT_SECS (ttl/3), POLL_SECS (2).
+(hostname-random), LEASE_TTL_SECS (30), HEARTBEAT_SECS (ttl/3), POLL_SECS (2), WEFT_TOKEN (a
+token with the worker role, when the server requires tokens; not passed on to jobs).
 SIGTERM/SIGINT: stop claiming, finish the running job, exit 0.
 """
 import json
@@ -30,6 +31,7 @@ WORKER_ID = os.environ.get("WORKER_ID") or f"{socket.gethostname()}-{random.getr
 LEASE_TTL_SECS = int(os.environ.get("LEASE_TTL_SECS", "30"))
 HEARTBEAT_SECS = float(os.environ.get("HEARTBEAT_SECS", LEASE_TTL_SECS / 3))
 POLL_SECS = float(os.environ.get("POLL_SECS", "2"))
+TOKEN = os.environ.get("WEFT_TOKEN", "").strip()
 CANCEL_POLL_SECS = 2.0
 LOG_FLUSH_SECS = 0.25
 KILL_GRACE_SECS = 5.0
@@ -53,6 +55,8 @@ def call(method, path, body=None, timeout=10.0):
     """One JSON request. Raises ApiError on a non-2xx answer, OSError/URLError when unreachable."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"content-type": "application/json"} if data is not None else {}
+    if TOKEN:
+        headers["authorization"] = f"Bearer {TOKEN}"
     req = urllib.request.Request(SERVER_URL + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as res:
@@ -179,6 +183,7 @@ class JobRun:
     def environment(self):
         job, upstream = self.job, self.job.get("upstream_outputs") or {}
         env = dict(os.environ)
+        env.pop("WEFT_TOKEN", None)  # the worker's credential, not the job's
         env.update(job.get("env") or {})
         env.update({
             "WEFT_WORKFLOW_ID": job["workflow_id"],

@@ -82,6 +82,8 @@ export interface WorkflowClientOptions {
   timeoutMs?: number;
   /** Replaceable for tests or proxies; defaults to the global fetch. */
   fetch?: typeof fetch;
+  /** Sent as `Authorization: Bearer <token>` when the server requires tokens (README "Access tokens"). */
+  token?: string;
 }
 
 export type ListWorkflowsOptions = ListWorkflowsQuery;
@@ -102,12 +104,15 @@ export class WorkflowClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  /** Headers every request carries (the token, when one is given). */
+  private readonly baseHeaders: Readonly<Record<string, string>>;
 
   constructor(opts: WorkflowClientOptions | string) {
-    const o = typeof opts === 'string' ? { baseUrl: opts } : opts;
+    const o: WorkflowClientOptions = typeof opts === 'string' ? { baseUrl: opts } : opts;
     this.baseUrl = o.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = o.timeoutMs ?? 30_000;
     this.fetchImpl = o.fetch ?? fetch;
+    this.baseHeaders = o.token ? { authorization: `Bearer ${o.token}` } : {};
   }
 
   // ------------------------------------------------------------- workflows
@@ -152,7 +157,7 @@ export class WorkflowClient {
    */
   async *streamLogs(workflowId: string, jobId: string, opts: StreamLogsOptions = {}): AsyncGenerator<LogStreamEvent> {
     const path = `/api/workflows/${enc(workflowId)}/jobs/${enc(jobId)}/logs/stream`;
-    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    const headers: Record<string, string> = { ...this.baseHeaders, accept: 'text/event-stream' };
     if (opts.lastEventId !== undefined) headers['last-event-id'] = String(opts.lastEventId);
     let res: Response;
     try {
@@ -293,11 +298,12 @@ export class WorkflowClient {
     }
     const timeoutMs = Math.max(1, Math.ceil(opts.timeoutMs ?? this.timeoutMs));
     const timeout = AbortSignal.timeout(timeoutMs);
-    const init: RequestInit = { method, signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout };
-    if (body !== undefined) {
-      init.body = JSON.stringify(body);
-      init.headers = { 'content-type': 'application/json' };
-    }
+    const init: RequestInit = {
+      method,
+      signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
+      headers: body === undefined ? this.baseHeaders : { ...this.baseHeaders, 'content-type': 'application/json' },
+    };
+    if (body !== undefined) init.body = JSON.stringify(body);
     let res: Response;
     let text: string;
     try {

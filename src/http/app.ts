@@ -13,6 +13,8 @@ import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
+import { TokenTable, type TokenEntry } from '../domain/access.js';
+import { registerAuth } from './auth.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -22,6 +24,8 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** How often live log streams look for changes made by other processes. */
   logPollMs?: number;
+  /** Accepted tokens; none (the default) leaves authentication off (README "Access tokens"). */
+  tokens?: readonly TokenEntry[];
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -50,6 +54,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  registerAuth(app, new TokenTable(opts.tokens ?? []));
 
   // Several worker libraries send `Content-Type: application/json` with an empty body on heartbeat,
   // run and cancel; treat that as "no body" instead of a parse error.

@@ -13,6 +13,9 @@ export const ERROR_CODES = {
   invalid_last_event_id: { status: 400, meaning: 'Last-Event-ID is not a log sequence number' },
   bad_url: { status: 400, meaning: 'the URL cannot be routed (bad encoding, too long a segment)' },
   bad_request: { status: 400, meaning: 'the HTTP request is malformed' },
+  // 401/403: authentication is on (README "Access tokens").
+  unauthorized: { status: 401, meaning: 'no token, or one the server does not know; send `Authorization: Bearer <token>`' },
+  forbidden: { status: 403, meaning: "the token's role does not allow this route" },
   // 404: the thing named in the path does not exist.
   not_found: { status: 404, meaning: 'no such route' },
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },

@@ -3,7 +3,9 @@
  * that a typo stops the process at start with a message naming the variable, instead of a default
  * silently standing in for it.
  */
+import type { TokenEntry } from '../domain/access.js';
 import { ConfigError, envFlag, envNumber, type Env } from './env.js';
+import { loadTokens } from './tokens.js';
 
 export { ConfigError } from './env.js';
 
@@ -22,6 +24,8 @@ export interface ServerConfig {
   logPollMs: number;
   /** PostgreSQL pool and timeouts (PG_POOL_MAX, PG_STATEMENT_TIMEOUT_MS, PG_CONNECT_TIMEOUT_MS); unused on SQLite. */
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
+  /** Accepted tokens (WEFT_TOKENS_FILE, WEFT_*_TOKEN); none: authentication off. */
+  tokens: TokenEntry[];
 }
 
 export function loadServerConfig(env: Env = process.env): ServerConfig {
@@ -51,5 +55,6 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
       statementTimeoutMs: envNumber(env, 'PG_STATEMENT_TIMEOUT_MS', 30_000, { min: 0, integer: true }),
       connectTimeoutMs: envNumber(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, { min: 100, integer: true }),
     },
+    tokens: loadTokens(env),
   };
 }

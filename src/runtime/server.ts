@@ -5,7 +5,7 @@ import { Engine } from '../engine/engine.js';
 import { buildApp } from '../http/app.js';
 import { openStore, type Store } from '../store/index.js';
 import type { ServerConfig } from './config.js';
-import { displayHost, listenWithFallForward } from './listen.js';
+import { displayHost, isLoopback, listenWithFallForward } from './listen.js';
 import { Reaper } from './reaper.js';
 
 export interface RunningServer {
@@ -44,6 +44,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       corsOrigins: config.corsOrigins,
       bodyLimitBytes: config.bodyLimitBytes,
       logPollMs: config.logPollMs,
+      tokens: config.tokens,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
     if (config.port !== 0 && port !== config.port) {
@@ -51,6 +52,12 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       log.warn({ requested_port: config.port, port }, `port ${config.port} is taken; listening on ${port} instead`);
     }
     const url = `http://${displayHost(config.host)}:${port}`;
+    if (config.tokens.length === 0 && !isLoopback(config.host)) {
+      log.warn(
+        { host: config.host },
+        `no access tokens are configured and ${config.host} is reachable from other machines: anyone who reaches it can have workers run commands; set WEFT_TOKENS_FILE or WEFT_ADMIN_TOKEN and WEFT_WORKER_TOKEN (README "Access tokens")`,
+      );
+    }
     if (!config.apiOnly) {
       reaper = new Reaper(engine, config.reapIntervalMs, log);
       reaper.start();

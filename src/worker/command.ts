@@ -18,6 +18,8 @@ export interface WorkerConfig {
   cancelPollSecs: number;
   killGraceSecs: number;
   logLevel: string;
+  /** WEFT_TOKEN: a token with the `worker` role, when the server requires tokens. */
+  token: string | undefined;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -74,7 +76,10 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not valid: use one of ${LOG_LEVELS.join(', ')}`);
   }
 
-  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel };
+  const token = env.WEFT_TOKEN?.trim() || undefined;
+  if (token !== undefined && /\s/.test(token)) throw new ConfigError('WEFT_TOKEN is not valid: a token cannot contain spaces');
+
+  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel, token };
 }
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
@@ -99,6 +104,7 @@ Environment:
   CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
   LOG_LEVEL         level of the worker's own JSON logs (default info)
+  WEFT_TOKEN        token with the worker role, when the server requires tokens (not passed to jobs)
 `,
     )
     .action(async () => {
@@ -112,6 +118,7 @@ Environment:
       const log = createLogger(config.logLevel, 'weft-worker');
       const worker = new Worker({
         serverUrl: config.serverUrl,
+        token: config.token,
         workerId: config.workerId,
         labels: config.labels,
         leaseTtlSecs: config.leaseTtlSecs,

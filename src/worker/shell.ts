@@ -68,6 +68,9 @@ export function upstreamEnvName(jobId: string, key: string): string {
 export function jobEnvironment(job: ClaimedJob, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const upstream = job.upstream_outputs ?? {};
   const env: NodeJS.ProcessEnv = { ...base, ...(job.env ?? {}) };
+  // The worker's credential is its own: a job's command (defined by whoever wrote the workflow) does
+  // not get it unless the workflow sets it in `env` itself.
+  if (job.env?.WEFT_TOKEN === undefined) delete env.WEFT_TOKEN;
   env.WEFT_WORKFLOW_ID = job.workflow_id;
   env.WEFT_JOB_ID = job.job_id;
   env.WEFT_RUN = String(job.run_number ?? '');

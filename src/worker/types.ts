@@ -69,6 +69,8 @@ export type JobHandler = (job: ClaimedJob, ctx: JobContext) => Promise<HandlerOu
 export interface WorkerOptions {
   /** Server base URL; ignored when `client` is given. Default http://localhost:3000. */
   serverUrl?: string;
+  /** Bearer token with the `worker` role, when the server requires tokens; ignored when `client` is given. */
+  token?: string;
   client?: WorkflowClient;
   /** Default {@link defaultWorkerId}(). */
   workerId?: string;

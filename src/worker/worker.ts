@@ -134,6 +134,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       opts.client ??
       new WorkflowClient({
         baseUrl: opts.serverUrl ?? 'http://localhost:3000',
+        token: opts.token,
         // A request must not outlive the lease it is trying to keep.
         timeoutMs: Math.min(30_000, Math.max(1_000, (o.leaseTtlSecs * 1000) / 2)),
       });

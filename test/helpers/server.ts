@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
 import { buildApp } from '../../src/http/app.js';
+import type { FastifyInstance } from 'fastify';
+import type { TokenEntry } from '../../src/domain/access.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { Reaper } from '../../src/runtime/reaper.js';
 import { loadWorkflowFiles } from '../../src/runtime/server.js';
@@ -22,6 +24,7 @@ export interface InProcessServer {
   url: string;
   engine: Engine;
   store: SqliteStore;
+  app: FastifyInstance;
   dir: string;
   close(): Promise<void>;
 }
@@ -31,7 +34,15 @@ export interface InProcessServer {
  * starts the reaper; without it expiry is only found at access, as with API_ONLY.
  */
 export async function startInProcess(
-  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number; claimSweepMs?: number } = {},
+  opts: {
+    reapIntervalMs?: number;
+    corsOrigins?: string[];
+    bodyLimitBytes?: number;
+    workflowsDir?: string;
+    logPollMs?: number;
+    claimSweepMs?: number;
+    tokens?: TokenEntry[];
+  } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
@@ -44,6 +55,7 @@ export async function startInProcess(
     corsOrigins: opts.corsOrigins,
     bodyLimitBytes: opts.bodyLimitBytes,
     logPollMs: opts.logPollMs ?? 200,
+    tokens: opts.tokens,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -54,6 +66,7 @@ export async function startInProcess(
     url: `http://127.0.0.1:${port}`,
     engine,
     store,
+    app,
     dir,
     async close() {
       await reaper?.stop();
@@ -159,6 +172,11 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       API_ONLY: undefined,
       REAP_INTERVAL_SECS: undefined,
       CORS_ORIGINS: undefined,
+      WEFT_TOKENS_FILE: undefined,
+      WEFT_ADMIN_TOKEN: undefined,
+      WEFT_WORKER_TOKEN: undefined,
+      WEFT_READ_TOKEN: undefined,
+      WEFT_TOKEN: undefined,
     },
   };
 }

@@ -53,7 +53,9 @@ export function serverUrl(opts: ServerOptions): string {
 }
 
 export function makeClient(opts: ServerOptions, fetchImpl?: typeof fetch): WorkflowClient {
-  return new WorkflowClient({ baseUrl: serverUrl(opts), fetch: fetchImpl });
+  // Only from the environment: a token on the command line would be visible to every user in `ps`.
+  const token = process.env.WEFT_TOKEN?.trim() || undefined;
+  return new WorkflowClient({ baseUrl: serverUrl(opts), fetch: fetchImpl, token });
 }
 
 /** Positive/non-negative integer option parsers for commander. */
@@ -102,7 +104,10 @@ function httpStatus(err: WorkflowApiError): string {
 /** One line saying what went wrong (no `weft: ` prefix); `server` is the URL the client talked to. */
 export function describeError(err: unknown, server: string): string {
   if (err instanceof CliError) return err.message;
-  if (err instanceof WorkflowApiError) return `${httpStatus(err)}: ${err.serverMessage}`;
+  if (err instanceof WorkflowApiError) {
+    const hint = err.status === 401 ? (process.env.WEFT_TOKEN ? ' (WEFT_TOKEN is set but not accepted)' : ' (set WEFT_TOKEN)') : '';
+    return `${httpStatus(err)}: ${err.serverMessage}${hint}`;
+  }
   const reason = networkFailure(err);
   if (reason !== null) return `cannot reach the server at ${server}: ${reason}`;
   return err instanceof Error ? err.message : String(err);

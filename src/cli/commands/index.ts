@@ -3,10 +3,11 @@ import { registerApply } from './apply.js';
 import { registerLogs } from './logs.js';
 import { registerRun } from './run.js';
 import { registerStatus } from './status.js';
+import { registerToken } from './token.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 
-/** Client-side commands (run, status, logs, workers, validate, apply): one module each. */
+/** Client-side commands (run, status, logs, workers, validate, apply, token): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
   registerStatus(program);
@@ -14,4 +15,5 @@ export function registerClientCommands(program: Command): void {
   registerWorkers(program);
   registerValidate(program);
   registerApply(program);
+  registerToken(program);
 }

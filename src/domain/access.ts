@@ -1,0 +1,121 @@
+/**
+ * Who may call what (README "Access tokens"). A token has a name and one role; a route needs one
+ * access level, worked out once from its method and path when the route is added.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const ROLES = ['admin', 'worker', 'read'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What a route needs: `public` (health checks, the API description), or the roles that may call it. */
+export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'admin';
+
+/**
+ * The worker protocol: everything a worker does with its jobs and nothing else. A worker token can
+ * neither define workflows (whose commands every worker would run) nor start or cancel runs.
+ */
+const WORKER_ROUTES = new Set([
+  'POST /api/workers/register',
+  'POST /api/jobs/claim',
+  'POST /api/jobs/claim-batch',
+  'POST /api/jobs/report-batch',
+  'POST /api/jobs/heartbeat-batch',
+  'POST /api/jobs/:lease_id/heartbeat',
+  'POST /api/jobs/:lease_id/complete',
+  'POST /api/jobs/:lease_id/fail',
+  'POST /api/jobs/:lease_id/logs',
+]);
+
+/** Reads a worker needs besides its own calls: whether its job was cancelled. */
+const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled']);
+
+/** Answered to anyone: load balancers probe health without credentials. */
+const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /api/openapi.json']);
+
+/** The access a route needs; `url` is the route's pattern (`/api/jobs/:lease_id/complete`), not a request's path. */
+export function accessOf(method: string, url: string): Access {
+  const m = method.toUpperCase();
+  if (m === 'OPTIONS') return 'public';
+  // HEAD is answered by the GET route of the same path.
+  const key = `${m === 'HEAD' ? 'GET' : m} ${url}`;
+  if (PUBLIC_ROUTES.has(key)) return 'public';
+  if (WORKER_ROUTES.has(key)) return 'worker';
+  if (WORKER_READS.has(key)) return 'worker+read';
+  return key.startsWith('GET ') ? 'read' : 'admin';
+}
+
+export function allows(role: Role, access: Access): boolean {
+  switch (access) {
+    case 'public':
+      return true;
+    case 'admin':
+      return role === 'admin';
+    case 'read':
+      return role === 'admin' || role === 'read';
+    case 'worker':
+      return role === 'admin' || role === 'worker';
+    case 'worker+read':
+      return true;
+  }
+}
+
+/** The roles that may call a route, for error messages and docs. */
+export function rolesFor(access: Access): Role[] {
+  return ROLES.filter((r) => allows(r, access));
+}
+
+export interface TokenEntry {
+  name: string;
+  role: Role;
+  /** SHA-256 of the token; the token itself is never kept. */
+  hash: Buffer;
+}
+
+const HASH_PREFIX = 'sha256:';
+
+/** The form a token is written in a tokens file: `sha256:<64 hex digits>`. */
+export function hashToken(token: string): string {
+  return HASH_PREFIX + createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Parses the hash column of a tokens file; null when it is not `sha256:<64 hex digits>`. */
+export function parseTokenHash(text: string): Buffer | null {
+  if (!text.startsWith(HASH_PREFIX)) return null;
+  const hex = text.slice(HASH_PREFIX.length);
+  return /^[0-9a-f]{64}$/i.test(hex) ? Buffer.from(hex, 'hex') : null;
+}
+
+/** 256 random bits; the prefix makes a leaked token easy to recognise (and to scan for). */
+export function newToken(): string {
+  return `weft_${randomBytes(32).toString('base64url')}`;
+}
+
+/** Tokens a server accepts. With none configured, authentication is off (local use). */
+export class TokenTable {
+  private readonly entries: readonly TokenEntry[];
+
+  constructor(entries: readonly TokenEntry[]) {
+    this.entries = entries;
+  }
+
+  get enabled(): boolean {
+    return this.entries.length > 0;
+  }
+
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /**
+   * The entry whose hash matches `token`, or null. Every entry is compared, each in constant time,
+   * so how long this takes says nothing about which entry came close.
+   */
+  identify(token: string): TokenEntry | null {
+    const digest = createHash('sha256').update(token, 'utf8').digest();
+    let found: TokenEntry | null = null;
+    for (const e of this.entries) {
+      if (timingSafeEqual(digest, e.hash) && found === null) found = e;
+    }
+    return found;
+  }
+}
