@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import cors from '@fastify/cors';
 import { fastifySSE } from '@fastify/sse';
 import type { Logger } from 'pino';
@@ -12,6 +12,7 @@ import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
+import { registerOpenApi } from './openapi.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 
 export interface AppOptions {
@@ -22,6 +23,8 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** How often live log streams look for changes made by other processes. */
   logPollMs?: number;
+  /** Sees every route as it is added (the API reference test checks each one is documented). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -48,6 +51,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       void reply.code(err.statusCode ?? 400).send({ error: 'bad_url', message: err.message } satisfies ErrorBody);
     },
   });
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
 
@@ -71,6 +75,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
   });
   await app.register(fastifySSE, { heartbeatInterval: 15_000 });
+  await registerOpenApi(app);
 
   // Long-poll claims would hold a graceful close for up to their wait; they end with `null` instead.
   // A connection that carries no request (a client's spare keep-alive socket, one left behind by an

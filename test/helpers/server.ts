@@ -6,7 +6,7 @@ import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { Reaper } from '../../src/runtime/reaper.js';
 import { loadWorkflowFiles } from '../../src/runtime/server.js';
@@ -31,7 +31,7 @@ export interface InProcessServer {
  * starts the reaper; without it expiry is only found at access, as with API_ONLY.
  */
 export async function startInProcess(
-  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number; claimSweepMs?: number } = {},
+  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number; claimSweepMs?: number; onRoute?: AppOptions['onRoute'] } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
@@ -44,6 +44,7 @@ export async function startInProcess(
     corsOrigins: opts.corsOrigins,
     bodyLimitBytes: opts.bodyLimitBytes,
     logPollMs: opts.logPollMs ?? 200,
+    onRoute: opts.onRoute,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
