@@ -33,6 +33,8 @@ export interface RouteDoc {
   responses: Record<string, { description: string; schema?: object; content?: object; headers?: object }>;
   /** For routes whose body is validated outside the route schema (workflow definitions) or not read at all. */
   body?: object;
+  /** Request headers the route reads (documented only; the route reads them itself). */
+  headers?: object;
   /** A body the route ignores: documented, but not required. */
   bodyOptional?: boolean;
   examples?: ex.Examples;
@@ -215,6 +217,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       'is over, after which the server closes the stream. `Last-Event-ID: N` resumes after sequence N; `: heartbeat` comments keep ' +
       'idle connections open.',
     errors: ['workflow_not_found', 'job_not_found', 'invalid_last_event_id'],
+    headers: {
+      type: 'object',
+      properties: { 'last-event-id': { type: 'string', description: 'resume after this sequence number of the attempt followed' } },
+    },
     responses: {
       200: {
         description: 'An event stream',

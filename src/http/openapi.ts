@@ -29,7 +29,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       info: {
         title: pkg.name,
         version: pkg.version,
-        description: `${pkg.description ?? ''} Every error answer is {"error": "<code>", "message": "…"}; docs/api.md has the prose reference.`.trim(),
+        description:
+          `${pkg.description ?? ''} Every error answer is {"error": "<code>", "message": "…"}. Every answer carries ` +
+          "x-request-id: the caller's own when it sent a sane one, a fresh one otherwise. docs/api.md has the prose reference.",
       },
       tags: [...TAGS],
     },
@@ -95,6 +97,7 @@ function documented(declared: FastifySchema | undefined, doc: RouteDoc): Fastify
     summary: doc.summary,
     ...(doc.description ? { description: doc.description } : {}),
     tags: [doc.tag],
+    ...(doc.headers ? { headers: doc.headers } : {}),
     ...(body ? { body: doc.examples ? { ...body, 'x-examples': doc.examples } : body } : {}),
     response,
   };

@@ -215,7 +215,7 @@ test('a body its documented schema refuses, the live server refuses too', async 
   const claimSchema = operation('POST /api/jobs/claim').requestBody!.content['application/json']!.schema;
   assert.notEqual(validate(claimSchema, wrongType), null, 'the documented claim schema takes "30" for an integer');
   const refused = await request('POST', `${server.url}/api/jobs/claim`, wrongType);
-  assert.equal(refused.status, 400, refused.text);
+  assert.equal(refused.status, 400, `a claim with "30" for an integer was taken: ${refused.text}`);
   assert.equal(refused.body.error, 'invalid_request');
 
   // An unknown field added to each example: the server refuses it exactly when the schema does.
