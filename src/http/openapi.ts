@@ -1,9 +1,9 @@
 /**
  * The API reference as an OpenAPI 3.1 document, served at GET /api/openapi.json (docs/api.md). It is
- * generated from the schemas the routes validate and serialize with, so it cannot describe a request
- * the server would refuse; what the schemas do not say (summaries, tags, error answers, examples,
- * answers written without a schema) comes from openapi-routes.ts, and is added to the document only:
- * the routes' validation and serialization stay exactly as declared.
+ * generated from the schemas the routes validate and serialize with, so those parts cannot drift from
+ * what the server does. What the schemas do not say (summaries, tags, error answers, examples, the
+ * workflow definition forms, answers written without a schema) comes from openapi-routes.ts and is
+ * added to the document only: the routes' validation and serialization stay exactly as declared.
  */
 import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
