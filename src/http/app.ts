@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
 import cors from '@fastify/cors';
 import { fastifySSE } from '@fastify/sse';
 import type { Logger } from 'pino';
@@ -15,6 +15,7 @@ import { logRoutes } from './routes/logs.js';
 import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
 import { LiveEvents } from '../engine/live-events.js';
+import { registerOpenApi } from './openapi.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
@@ -29,6 +30,8 @@ export interface AppOptions {
   logPollMs?: number;
   /** Accepted tokens; none (the default) leaves authentication off (README "Access tokens"). */
   tokens?: readonly TokenEntry[];
+  /** Sees every route as it is added (the API reference test checks each one is documented). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -55,6 +58,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       void reply.code(err.statusCode ?? 400).send({ error: 'bad_url', message: err.message } satisfies ErrorBody);
     },
   });
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
   registerAuth(app, new TokenTable(opts.tokens ?? []));
@@ -79,6 +83,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
   });
   await app.register(fastifySSE, { heartbeatInterval: 15_000 });
+  await registerOpenApi(app);
 
   // Long-poll claims would hold a graceful close for up to their wait; they end with `null` instead.
   // A connection that carries no request (a client's spare keep-alive socket, one left behind by an

@@ -6,9 +6,9 @@ import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { Engine } from '../../src/engine/engine.js';
-import { buildApp } from '../../src/http/app.js';
 import type { FastifyInstance } from 'fastify';
 import type { TokenEntry } from '../../src/domain/access.js';
+import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { Reaper } from '../../src/runtime/reaper.js';
 import { loadWorkflowFiles } from '../../src/runtime/server.js';
@@ -42,6 +42,7 @@ export async function startInProcess(
     logPollMs?: number;
     claimSweepMs?: number;
     tokens?: TokenEntry[];
+    onRoute?: AppOptions['onRoute'];
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
@@ -56,6 +57,7 @@ export async function startInProcess(
     bodyLimitBytes: opts.bodyLimitBytes,
     logPollMs: opts.logPollMs ?? 200,
     tokens: opts.tokens,
+    onRoute: opts.onRoute,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
