@@ -165,3 +165,27 @@ test('a server whose listening connection is cut off listens again and hears the
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.job.job_id, 'only');
 });
+
+test('a dashboard following a workflow on one server sees the run and job changes made through the other', async (t) => {
+  const { a, b } = await pair(t);
+  await b.api.createWorkflow({ id: 'seen', jobs: [{ id: 'x', command: 'true' }, { id: 'y', command: 'true', depends_on: ['x'] }] });
+  const events = await openSse(`${a.url}/api/workflows/seen/events`);
+  t.after(() => events.close());
+  const list = await openSse(`${a.url}/api/events`);
+  t.after(() => list.close());
+  await b.api.run('seen');
+  for (const job of ['x', 'y']) {
+    const c = (await b.api.claim('w-b'))!;
+    assert.equal(c.job.job_id, job);
+    assert.equal((await request('POST', `${b.url}/api/jobs/${c.lease.lease_id}/complete`, {})).status, 200);
+  }
+  const got = await events.waitFor(
+    (evs) => evs.some((e) => e.event === 'run' && json(e).status === 'success'),
+    'the run ends, as seen on the other server',
+    5000,
+  );
+  const last = (id: string) => got.filter((e) => e.event === 'job' && json(e).id === id).map((e) => json(e).state).at(-1);
+  assert.equal(last('x'), 'success');
+  assert.equal(last('y'), 'success');
+  await list.waitFor((evs) => evs.some((e) => json(e).id === 'seen' && json(e).status === 'success'), 'the list item ends in success', 5000);
+});
