@@ -19,6 +19,7 @@ import type {
   LogChunkView,
   LogEndEvent,
   PushLogsResponse,
+  RunSummary,
   StatusDocument,
   WorkerView,
 } from '../protocol/index.js';
@@ -141,6 +142,16 @@ export class WorkflowClient {
 
   runWorkflow(id: string): Promise<StatusDocument> {
     return this.request('POST', `/api/workflows/${enc(id)}/run`);
+  }
+
+  /** A page of the workflow's runs, newest first, each with its jobs counted by state. */
+  listRuns(id: string, opts: { limit?: number; offset?: number } = {}): Promise<RunSummary[]> {
+    return this.request('GET', `/api/workflows/${enc(id)}/runs`, undefined, { limit: opts.limit, offset: opts.offset });
+  }
+
+  /** The status document of run `runNumber` (getStatus is the latest run's). */
+  getRun(id: string, runNumber: number): Promise<StatusDocument> {
+    return this.request('GET', `/api/workflows/${enc(id)}/runs/${runNumber}`);
   }
 
   cancelWorkflow(id: string): Promise<CancelResponse> {

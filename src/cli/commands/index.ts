@@ -4,12 +4,18 @@ import { registerLogs } from './logs.js';
 import { registerRun } from './run.js';
 import { registerStatus } from './status.js';
 import { registerToken } from './token.js';
+import { registerList } from './list.js';
+import { registerRuns } from './runs.js';
+import { registerCancel } from './cancel.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 
-/** Client-side commands (run, status, logs, workers, validate, apply, token): one module each. */
+/** Client-side commands (run, list, runs, cancel, status, logs, workers, validate, apply, token): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
+  registerList(program);
+  registerRuns(program);
+  registerCancel(program);
   registerStatus(program);
   registerLogs(program);
   registerWorkers(program);

@@ -1,7 +1,7 @@
 /** `weft status <workflow> [--json]`: the latest run of a workflow as a table of its jobs. */
 import type { Command } from 'commander';
 import type { JobView, StatusDocument } from '../../protocol/types.js';
-import { action, formatDuration, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
+import { action, formatDuration, intOption, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
 
 /** Seconds a job has taken: its duration once finished, the time since its start while running. */
 export function elapsedSecs(job: JobView, now = Date.now()): number | null {
@@ -44,13 +44,15 @@ export function statusLines(doc: StatusDocument, p: Palette, now = Date.now()): 
 export function registerStatus(program: Command): void {
   program
     .command('status')
-    .description("show a workflow's latest run: its status and a table of its jobs")
+    .description("show a workflow's latest run (or run N): its status and a table of its jobs")
     .argument('<workflow>', 'workflow id')
+    .option('--run <n>', 'an earlier run (see `weft runs`)', intOption(1))
     .option('--json', 'print the raw status document')
     .addOption(serverOption())
     .action(
-      action(async (workflow: string, opts: ServerOptions & { json?: boolean }) => {
-        const doc = await makeClient(opts).getStatus(workflow);
+      action(async (workflow: string, opts: ServerOptions & { json?: boolean; run?: number }) => {
+        const api = makeClient(opts);
+        const doc = opts.run === undefined ? await api.getStatus(workflow) : await api.getRun(workflow, opts.run);
         if (opts.json) {
           process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
           return;

@@ -1,0 +1,113 @@
+/**
+ * `weft list`, `weft runs`, `weft cancel` and `weft status --run` as real processes against a spawned
+ * server; the test plays the worker over HTTP.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { client } from '../helpers/http.js';
+import { makeSandbox, spawnServer, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
+
+let dir: string;
+let server: SpawnedProcess & { url: string };
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  const sb = makeSandbox('weft-verbs-');
+  dir = sb.dir;
+  server = await spawnServer(sb.env);
+  api = client(server.url);
+});
+
+after(async () => {
+  server?.kill('SIGKILL');
+  await server?.exited;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function weft(args: string[]): Promise<{ code: number | string; stdout: string; output: string }> {
+  const p = spawnWeft(args, { SERVER_URL: server.url }, dir);
+  let stdout = '';
+  p.proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  const code = await p.exited;
+  return { code, stdout, output: p.output() };
+}
+
+/** Claims the one queued job of `wf` (every job is labelled with its workflow's id) and completes it or fails it for good. */
+async function finishNext(wf: string, how: 'complete' | 'fail'): Promise<void> {
+  const c = await api.claim(`w-${wf}`, [wf]);
+  assert.ok(c && c.job.workflow_id === wf, `a job of ${wf} to claim`);
+  const r = await api.post(`/api/jobs/${c.lease.lease_id}/${how}`, how === 'complete' ? {} : { error: 'no', retryable: false });
+  assert.equal(r.status, 200, r.text);
+}
+
+test('list: every workflow with status, run and progress; --status filters; --json is the raw list', async () => {
+  await api.createWorkflow({ id: 'list-a', name: 'Nightly', trigger: 'cron', jobs: [{ id: 'x', command: 'true', required_labels: ['list-a'] }, { id: 'y', command: 'true', depends_on: ['x'], required_labels: ['list-a'] }] });
+  await api.createWorkflow({ id: 'list-b', jobs: [{ id: 'z', command: 'true' }] });
+  await api.run('list-a');
+  await finishNext('list-a', 'complete');
+
+  const r = await weft(['list']);
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, /^WORKFLOW\s+NAME\s+STATUS\s+RUN\s+JOBS\s+TRIGGER\s+CHANGED$/m);
+  assert.match(r.stdout, /^list-a\s+Nightly\s+running\s+1\s+1\/2 done\s+cron\s+\d+s ago$/m);
+  assert.match(r.stdout, /^list-b\s+idle\s+-\s+1 jobs\s+-\s+\d+s ago$/m);
+
+  const queued = await weft(['list', '--status', 'queued']);
+  assert.match(queued.stdout, /^list-a\s/m);
+  assert.doesNotMatch(queued.stdout, /^list-b\s/m);
+  const json = await weft(['list', '--json', '--limit', '1']);
+  assert.equal(JSON.parse(json.stdout).length, 1);
+  const bad = await weft(['list', '--status', 'sleeping']);
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.output, /Allowed choices are/);
+});
+
+test('runs: newest first with status and job counts; status --run shows an earlier run', async () => {
+  await api.createWorkflow({ id: 'hist', jobs: [{ id: 'x', command: 'true', required_labels: ['hist'] }] });
+  const none = await weft(['runs', 'hist']);
+  assert.match(none.stdout, /has not run yet/);
+  await api.run('hist');
+  await finishNext('hist', 'fail');
+  await api.run('hist');
+  await finishNext('hist', 'complete');
+
+  const r = await weft(['runs', 'hist']);
+  assert.equal(r.code, 0, r.output);
+  const lines = r.stdout.trim().split('\n');
+  assert.match(lines[0]!, /^RUN\s+STATUS\s+STARTED\s+DURATION\s+JOBS$/);
+  assert.match(lines[1]!, /^2\s+success\s+\d+s ago\s+[\d.]+s\s+1 success$/);
+  assert.match(lines[2]!, /^1\s+failed\s+\d+s ago\s+[\d.]+s\s+1 failed$/);
+  const json = JSON.parse((await weft(['runs', 'hist', '--json'])).stdout);
+  assert.deepEqual(
+    json.map((x: any) => [x.run_number, x.status]),
+    [
+      [2, 'success'],
+      [1, 'failed'],
+    ],
+  );
+
+  const first = await weft(['status', 'hist', '--run', '1']);
+  assert.equal(first.code, 0, first.output);
+  assert.match(first.stdout, /^workflow hist: failed, run 1$/m);
+  const missing = await weft(['status', 'hist', '--run', '7']);
+  assert.equal(missing.code, 1);
+  assert.match(missing.output, /404.*no run #7/);
+  const unknown = await weft(['runs', 'nope']);
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.output, /404.*workflow "nope" does not exist/);
+});
+
+test('cancel: cancels the active run and names its jobs; with nothing active it says so', async () => {
+  await api.createWorkflow({ id: 'stop', jobs: [{ id: 'x', command: 'true', required_labels: ['stop'] }, { id: 'y', command: 'true', depends_on: ['x'] }] });
+  const idle = await weft(['cancel', 'stop']);
+  assert.equal(idle.code, 0, idle.output);
+  assert.match(idle.stdout, /no active run; nothing to cancel/);
+  await api.run('stop');
+  const r = await weft(['cancel', 'stop']);
+  assert.equal(r.code, 0, r.output);
+  assert.match(r.stdout, /^cancelled 2 jobs of run 1: x, y$/m);
+  assert.equal((await api.status('stop')).status, 'cancelled');
+  const json = JSON.parse((await weft(['cancel', 'stop', '--json'])).stdout);
+  assert.deepEqual(json.cancelled_jobs, []);
+});
