@@ -2,6 +2,7 @@
  * What becomes of a job once its handler has settled: its result reported (a refused success turns
  * into a failure), or, for an aborted job, its last log lines and the note of why it was given up.
  */
+import { timedOutError } from '../domain/retry.js';
 import { describe, now, secs, truncateError, type Outcome } from './helpers.js';
 import type { JobRun } from './job-run.js';
 import type { AbortReason } from './types.js';
@@ -22,8 +23,9 @@ export async function afterAbort(worker: Worker, run: JobRun): Promise<void> {
     run.sender.close();
     if (left > 0) note += `; ${left} log chunk(s) not delivered`;
   }
-  if (reason === 'shutdown') {
-    const error = 'aborted: the worker was shut down';
+  if (reason === 'shutdown' || reason === 'timeout') {
+    // Reported at once, so the job is retried (or failed) now rather than when the server notices.
+    const error = reason === 'timeout' ? timedOutError(run.job.timeout_secs) : 'aborted: the worker was shut down';
     const d = await worker.deliver(run, { ok: false, error, retryable: true }, () => run.gone, run.goneSignal, now() + worker.abortGraceMs);
     note =
       d.kind === 'landed' || d.kind === 'settled'
@@ -36,7 +38,14 @@ export async function afterAbort(worker: Worker, run: JobRun): Promise<void> {
 export function abandonedEvent(worker: Worker, run: JobRun, reason: AbortReason, detail: string, note: string): void {
   worker.counters.abandoned++;
   const durationMs = now() - run.startedAt;
-  const what = reason === 'cancelled' ? 'job cancelled' : reason === 'shutdown' ? 'job aborted by shutdown' : 'job abandoned (lease lost)';
+  const what =
+    reason === 'cancelled'
+      ? 'job cancelled'
+      : reason === 'shutdown'
+        ? 'job aborted by shutdown'
+        : reason === 'timeout'
+          ? 'job timed out'
+          : 'job abandoned (lease lost)';
   run.log.warn({ reason, detail, duration_ms: Math.round(durationMs) }, `${what} after ${secs(durationMs)}; handler stopped; ${note}`);
   worker.notify('job:abandoned', { job: run.job, lease: run.lease, reason, detail, durationMs });
 }

@@ -20,6 +20,7 @@ export class JobRun {
   /** Local (monotonic) estimate of when the lease expires; never later than the server's. */
   private expiresAt: number;
   private expiryTimer: NodeJS.Timeout | undefined;
+  private timeoutTimer: NodeJS.Timeout | undefined;
   private readonly ttlMs: number;
   abandoned: { reason: AbortReason; detail: string } | null = null;
   /** Why the lease is known to be gone (a 409, or its local expiry passed): nothing is sent for it any more. */
@@ -49,6 +50,16 @@ export class JobRun {
       lease_id: claim.lease.lease_id,
     });
     this.sender = new LogSender(this);
+    // timeout_secs counts from the claim on the server; counting from when the claim was sent puts the
+    // local deadline no later than the server's, so the job is stopped here, with its last log lines,
+    // rather than found out by the reaper or the next heartbeat's 409.
+    const limit = claim.job.timeout_secs;
+    if (limit !== null && limit > 0) {
+      this.timeoutTimer = setTimeout(
+        () => this.abandon('timeout', `the job outlived its timeout_secs (${limit}s)`),
+        Math.max(0, claimSentAt + limit * 1000 - now()),
+      );
+    }
   }
 
   get leaseExpiresAt(): number {
@@ -63,7 +74,7 @@ export class JobRun {
   abandon(reason: AbortReason, detail: string): void {
     if (this.abandoned || this.gone) return;
     // A finished handler has nothing left to abort: its result is still worth reporting.
-    if (reason === 'shutdown' && this.outcome) return;
+    if ((reason === 'shutdown' || reason === 'timeout') && this.outcome) return;
     this.abandoned = { reason, detail };
     this.log.warn({ reason, detail }, `aborting the job: ${detail}`);
     // A cancelled lease stays open for the last log lines whatever its expiry; nothing else needs it.
@@ -122,6 +133,7 @@ export class JobRun {
   /** Ends heartbeats, polls and the expiry timer. A request in flight is aborted; its answer is ignored. */
   finish(): void {
     clearTimeout(this.expiryTimer);
+    clearTimeout(this.timeoutTimer);
     this.finished.abort();
     this.sender.close();
   }

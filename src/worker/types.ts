@@ -14,7 +14,7 @@ export class PermanentError extends Error {
 }
 
 /** Why a job's signal was aborted. */
-export type AbortReason = 'cancelled' | 'lease_lost' | 'shutdown';
+export type AbortReason = 'cancelled' | 'lease_lost' | 'shutdown' | 'timeout';
 
 /** The `reason` of an aborted `ctx.signal`. */
 export class JobAbortedError extends Error {
