@@ -1,4 +1,4 @@
-import type { RunKey, StoreReads } from '../store.js';
+import type { ActiveJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 
@@ -55,5 +55,6 @@ export function makeReads(c: Conn): StoreReads {
         key: r.key,
         labels: JSON.parse(r.labels) as string[],
       })),
+    activeJobCounts: async () => c.q('activeJobCounts').all() as ActiveJobCount[],
   };
 }
