@@ -12,6 +12,8 @@ import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { appMetrics } from './metrics.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 
 export interface AppOptions {
@@ -127,10 +129,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       event_loop_delay_ms: { p50: ms(m.percentile(50)), p99: ms(m.percentile(99)), max: ms(m.max) },
     };
   });
+  const metrics = appMetrics(app, opts.engine, opts.logger);
+  metricsRoutes(app, metrics);
   workflowRoutes(app, opts.engine);
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
-  logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
+  logRoutes(app, opts.engine, { pollMs: opts.logPollMs, streams: metrics.streams });
   return app;
 }
