@@ -19,3 +19,8 @@ export function isSubset(required: readonly string[], offered: ReadonlySet<strin
   for (const l of required) if (!offered.has(l)) return false;
   return true;
 }
+
+/** The label set a key stands for (the inverse of labelKey). */
+export function labelsOfKey(key: string): string[] {
+  return key === '' ? [] : (JSON.parse(key) as string[]);
+}

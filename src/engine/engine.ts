@@ -19,7 +19,7 @@ import type {
   StatusDocument,
   WorkerView,
 } from '../protocol/types.js';
-import type { JobChange, JobRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+import type { ActiveJobCount, JobChange, JobRecord, LeaseRefusal, Store, StoreReads, WorkflowRecord } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
@@ -32,7 +32,7 @@ import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, wor
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
-export type { ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
+export type { AttemptEvent, ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
 
 const REAP_BATCH = 500;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
@@ -271,6 +271,7 @@ export class Engine {
     });
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
+    for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
     return claimed.map(claimResult);
   }
 
@@ -309,8 +310,7 @@ export class Engine {
       case 'cancelled':
         throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
       default:
-        this.announce(refusalChanges(outcome));
-        throw leaseRefusalError(leaseId, outcome);
+        throw this.refused(leaseId, outcome);
     }
   }
 
@@ -320,22 +320,24 @@ export class Engine {
     switch (outcome.kind) {
       case 'completed':
         this.announce(outcome.changes);
+        this.events.emit('attempt', { kind: 'completed', job: outcome.job });
         return { status: 'success', enqueued: outcome.enqueued };
       case 'cancelled':
         // A cancel came first: the report is accepted and changes nothing (README "How a run works").
         return { status: outcome.job.status, enqueued: [] };
       default:
-        this.announce(refusalChanges(outcome));
-        throw leaseRefusalError(leaseId, outcome);
+        throw this.refused(leaseId, outcome);
     }
   }
 
   /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
   async fail(leaseId: string, error: string, retryable: boolean): Promise<Omit<FailResponse, 'ok'>> {
-    const outcome = await this.store.fail(leaseId, storableText(error), retryable, this.now());
+    const now = this.now();
+    const outcome = await this.store.fail(leaseId, storableText(error), retryable, now);
     switch (outcome.kind) {
       case 'failed': {
         this.announce(outcome.changes);
+        this.events.emit('attempt', { kind: 'failed', job: outcome.job, started_at_ms: outcome.started_at_ms, at_ms: now });
         const { job } = outcome;
         this.log.info(
           { workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, status: job.status, error: job.error },
@@ -350,8 +352,7 @@ export class Engine {
       case 'cancelled':
         return { status: outcome.job.status, attempt: outcome.job.attempt, delayed_until_ms: 0 };
       default:
-        this.announce(refusalChanges(outcome));
-        throw leaseRefusalError(leaseId, outcome);
+        throw this.refused(leaseId, outcome);
     }
   }
 
@@ -373,8 +374,7 @@ export class Engine {
         );
       }
       default:
-        this.announce(refusalChanges(outcome));
-        throw leaseRefusalError(leaseId, outcome);
+        throw this.refused(leaseId, outcome);
     }
   }
 
@@ -429,6 +429,16 @@ export class Engine {
     return readThroughOutage(this.store, fn, (err) => this.outage.warn('log stream', err));
   }
 
+  /** Queued and running jobs per label key, for GET /metrics (README "Metrics"). */
+  activeJobCounts(): Promise<ActiveJobCount[]> {
+    return this.store.read((r) => r.activeJobCounts());
+  }
+
+  /** Hears how long each of the store's durable writes took (README "Metrics"). */
+  onStoreCommit(observer: (seconds: number) => void): void {
+    this.store.onCommit(observer);
+  }
+
   /** Resolves when the store answers a read (GET /readyz); rejects with why it does not. */
   async ready(): Promise<void> {
     await this.store.read((r) => r.getWorkflow(''));
@@ -446,11 +456,13 @@ export class Engine {
     const counts = { expired: 0, timedOut: 0 };
     try {
       const expired = await this.store.expireLeases(now, REAP_BATCH);
-      counts.expired = expired.length;
-      this.announce(expired);
+      counts.expired = expired.ended.length;
+      this.announce(expired.changes);
+      for (const job of expired.ended) this.events.emit('attempt', { kind: 'expired', job });
       const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
-      counts.timedOut = timedOut.length;
-      this.announce(timedOut);
+      counts.timedOut = timedOut.ended.length;
+      this.announce(timedOut.changes);
+      for (const job of timedOut.ended) this.events.emit('attempt', { kind: 'timed_out', job });
       const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
       if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
     } catch (err) {
@@ -493,6 +505,17 @@ export class Engine {
     const job = await r.getJob(workflowId, wf.latest_run, jobId);
     if (!job) throw unknownJob(wf, jobId);
     return { job };
+  }
+
+  /**
+   * A lease call refused: what the call itself settled on the way (an expiry, a timeout) is announced
+   * and heard as the end of that attempt; the answer is the 409 to throw.
+   */
+  private refused(leaseId: string, outcome: LeaseRefusal): WeftError {
+    this.announce(refusalChanges(outcome));
+    if (outcome.kind === 'expired' && outcome.job) this.events.emit('attempt', { kind: 'expired', job: outcome.job });
+    if (outcome.kind === 'timed_out') this.events.emit('attempt', { kind: 'timed_out', job: outcome.job });
+    return leaseRefusalError(leaseId, outcome);
   }
 
   /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { JobChange, Store } from '../store/store.js';
+import type { JobChange, JobRecord, Store } from '../store/store.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -10,7 +10,25 @@ export interface EngineEvents {
   resync: [];
   /** A workflow's definition was created or changed (its jobs' changes come as `job`). */
   workflow: [string];
+  /** An attempt started or ended here (README "Metrics" counts these). */
+  attempt: [AttemptEvent];
 }
+
+/**
+ * An attempt's start or end, as this process made or found it; what another process (a `weft
+ * scheduler`'s reaper) settles is heard there, not here. `job` is the job afterwards: for an ended
+ * attempt, `queued` means it will be retried.
+ */
+export type AttemptEvent =
+  /** Handed to a worker: it waited from `job.ready_at_ms` to `job.started_at_ms`. */
+  | { kind: 'claimed'; job: JobRecord }
+  | { kind: 'completed'; job: JobRecord }
+  /** Reported failed by its worker; it ran from `started_at_ms` to `at_ms`. */
+  | { kind: 'failed'; job: JobRecord; started_at_ms: number; at_ms: number }
+  /** Its lease ran out, found by the reaper or by a call on that lease. */
+  | { kind: 'expired'; job: JobRecord }
+  /** It outlived its timeout_secs, found by the reaper or by a call on its lease. */
+  | { kind: 'timed_out'; job: JobRecord };
 
 export interface ClaimRequest {
   worker_id: string;

@@ -16,6 +16,8 @@ import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
 import { LiveEvents } from '../engine/live-events.js';
 import { registerOpenApi } from './openapi.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { appMetrics } from './metrics.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
@@ -140,12 +142,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       event_loop_delay_ms: { p50: ms(m.percentile(50)), p99: ms(m.percentile(99)), max: ms(m.max) },
     };
   });
+  const metrics = appMetrics(app, opts.engine, opts.logger);
+  metricsRoutes(app, metrics);
   workflowRoutes(app, opts.engine);
   runRoutes(app, opts.engine);
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
-  logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
-  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs));
+  logRoutes(app, opts.engine, { pollMs: opts.logPollMs, streams: metrics.streams('logs') });
+  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs), metrics.streams('events'));
   return app;
 }

@@ -263,6 +263,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'resume after this event id' } } },
     responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
   },
+  'GET /metrics': {
+    tag: 'service',
+    summary: 'Prometheus metrics (text exposition format)',
+    description: 'Jobs by state and label set, claims, completions, failures, retries, expiries, timeouts, durations, HTTP, streams, waiters, store commits and Node process series (README "Metrics").',
+    responses: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain; version=0.0.4': { schema: { type: 'string' } } } } },
+  },
   'GET /healthz': {
     tag: 'service',
     summary: 'Liveness, with how long callbacks waited for the event loop',

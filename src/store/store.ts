@@ -186,6 +186,18 @@ export interface StoreReads {
   getWorker(workerId: string): Promise<WorkerRecord | null>;
   /** Label sets added after `afterSeq` (0 = all), in the order they were added. Small and append-only. */
   labelSetsSince(afterSeq: number): Promise<Array<LabelSet & { seq: number }>>;
+  /**
+   * How many jobs are queued (backoff-held ones included) and running, per label key; combinations
+   * with none are left out. Read through the queue's and the active leases' partial indexes, so its
+   * cost follows the jobs in motion, never the jobs that finished (README "Metrics").
+   */
+  activeJobCounts(): Promise<ActiveJobCount[]>;
+}
+
+export interface ActiveJobCount {
+  status: 'queued' | 'running';
+  label_key: string;
+  count: number;
 }
 
 // ------------------------------------------------------------------------------- operation outcomes
@@ -197,7 +209,8 @@ export interface StoreReads {
 export type LeaseRefusal =
   | { kind: 'not_found' }
   | { kind: 'settled'; state: 'completed' | 'failed' | 'expired' | 'timed_out' | 'released' }
-  | { kind: 'expired'; lease: LeaseRecord; changes: JobChange[] }
+  /** `job`: the job after the failure, or null when it no longer ran under this lease (nothing else changed). */
+  | { kind: 'expired'; lease: LeaseRecord; job: JobRecord | null; changes: JobChange[] }
   | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] };
 
 export type HeartbeatOutcome =
@@ -213,8 +226,11 @@ export type CompleteOutcome =
   | LeaseRefusal;
 
 export type FailOutcome =
-  /** The job after the failure: queued again (attempt + 1, maybe delayed) or failed (dependents skipped). */
-  | { kind: 'failed'; job: JobRecord; changes: JobChange[] }
+  /**
+   * The job after the failure: queued again (attempt + 1, maybe delayed) or failed (dependents skipped).
+   * `started_at_ms`: when the failed attempt started, which a re-queued job no longer carries.
+   */
+  | { kind: 'failed'; job: JobRecord; started_at_ms: number; changes: JobChange[] }
   | { kind: 'cancelled'; job: JobRecord }
   | LeaseRefusal;
 
@@ -238,6 +254,13 @@ export type CancelRunOutcome =
   /** No run, or the latest run is over: nothing changed. */
   | { kind: 'idle' }
   | { kind: 'not_found' };
+
+/** What a reaper sweep settled. */
+export interface ReapOutcome {
+  changes: JobChange[];
+  /** Each attempt the sweep ended, as its job is afterwards: queued again for a retry, or failed. */
+  ended: JobRecord[];
+}
 
 export interface StartRunRequest {
   workflow_id: string;
@@ -333,9 +356,9 @@ export interface Store {
 
   // the reaper
   /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */
-  expireLeases(nowMs: number, limit: number): Promise<JobChange[]>;
+  expireLeases(nowMs: number, limit: number): Promise<ReapOutcome>;
   /** Settles up to `limit` running jobs past their deadline (retryable failure `timed out after Ns`). */
-  timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]>;
+  timeOutJobs(nowMs: number, limit: number): Promise<ReapOutcome>;
   /**
    * Settles up to `limit` running runs none of whose jobs can move any more; answers how many. A store
    * that settles a run apart from the transaction that finished its last job (PostgreSQL,
@@ -358,6 +381,13 @@ export interface Store {
   // workers
   /** Creates or updates the worker, setting its labels and last-seen time. */
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord>;
+
+  /**
+   * Hears how long each durable write took, in seconds (README "Metrics"): on SQLite each group commit
+   * (one transaction holding a batch of operations), on PostgreSQL each write transaction or
+   * statement. One observer; a later call replaces it.
+   */
+  onCommit(observer: (seconds: number) => void): void;
 
   close(): Promise<void>;
 }

@@ -36,9 +36,9 @@ export const perform = {
   async reap(store: Store, nowMs: number, limit: number) {
     const all: JobChange[] = [];
     for (;;) {
-      const got = await store.expireLeases(nowMs, limit);
-      if (got.length === 0) return all;
-      all.push(...got);
+      const { changes } = await store.expireLeases(nowMs, limit);
+      if (changes.length === 0) return all;
+      all.push(...changes);
     }
   },
 };

@@ -53,8 +53,8 @@ export function leaseCases(withStore: Case): void {
     await complete(store, id('c'), {}, 2000);
     assert.equal((await store.fail(id('f'), 'x', true, 2000)).kind, 'failed');
     // t's deadline (6000) passes before e's lease (101_000) ends.
-    assert.deepEqual(await store.timeOutJobs(7000, 10), [change('w', 't')]);
-    assert.deepEqual(await store.expireLeases(200_000, 10), [change('w', 'e')]);
+    assert.deepEqual((await store.timeOutJobs(7000, 10)).changes, [change('w', 't')]);
+    assert.deepEqual((await store.expireLeases(200_000, 10)).changes, [change('w', 'e')]);
     const states = { c: 'completed', f: 'failed', e: 'expired', t: 'timed_out' } as const;
     const before = await read(store, (r) => r.getRunJobs('w', 1));
     for (const [j, state] of Object.entries(states)) {
@@ -78,6 +78,7 @@ export function leaseCases(withStore: Case): void {
       assert.deepEqual([out.lease.lease_id, out.lease.state], [c.lease.lease_id, 'expired']);
       assert.deepEqual(out.changes, [change(wf, 'a')], kind);
       const j = await job(store, wf, 'a');
+      assert.deepEqual(out.job, j, `${kind}: the job after the expiry`);
       assert.deepEqual(
         [j.status, j.attempt, j.error, j.ready_at_ms, j.lease_id, j.worker_id, j.outputs],
         ['queued', 1, LEASE_EXPIRED_ERROR, 11_001, null, null, null],
@@ -99,6 +100,7 @@ export function leaseCases(withStore: Case): void {
     assert.deepEqual(sortedChanges(out.kind === 'expired' ? out.changes : []), sortedChanges(['a', 'b', 'c'].map((id) => change('w', id))));
     const a = await job(store, 'w', 'a');
     assert.deepEqual([a.status, a.error, a.finished_at_ms], ['failed', LEASE_EXPIRED_ERROR, 20_000]);
+    assert.deepEqual(out.kind === 'expired' && out.job, a);
     for (const id of ['b', 'c']) {
       const j = await job(store, 'w', id);
       assert.deepEqual([j.status, j.error, j.finished_at_ms], ['skipped', 'upstream job "a" failed', 20_000], id);
@@ -200,6 +202,7 @@ export function leaseCases(withStore: Case): void {
       assert.deepEqual(out.changes, [change('w', 'a')]);
       const j = await job(store, 'w', 'a');
       assert.deepEqual(out.job, j);
+      assert.equal(out.started_at_ms, c.job.started_at_ms, 'the failed attempt’s start, which the re-queued job no longer has');
       assert.deepEqual(
         [j.status, j.attempt, j.enqueued_at_ms, j.delayed_until_ms, j.ready_at_ms, j.error],
         ['queued', attempt, now, plan.delayed_until_ms, plan.ready_at_ms, `boom ${attempt}`],
@@ -230,6 +233,7 @@ export function leaseCases(withStore: Case): void {
     assert.equal(out.kind, 'failed');
     if (out.kind !== 'failed') return;
     assert.deepEqual([out.job.status, out.job.attempt, out.job.error, out.job.finished_at_ms], ['failed', 1, 'second', 3000]);
+    assert.equal(out.started_at_ms, 2000);
     assert.deepEqual(sortedChanges(out.changes), sortedChanges(['a', 'b', 'c'].map((id) => change('w', id))));
     for (const id of ['b', 'c']) {
       const j = await job(store, 'w', id);

@@ -1,35 +1,43 @@
 /** Conformance: the reaper's two sweeps, log chunks, workers and the many-run reads. */
 import assert from 'node:assert/strict';
+import { labelKey } from '../../src/domain/labels.js';
 import { LEASE_EXPIRED_ERROR, timedOutError } from '../../src/domain/retry.js';
 import type { Case } from './conformance.js';
 import { change, claim, claimOne, complete, job, lease, read, runStatus, sortedChanges, start, wfRecord } from './fixtures.js';
+
+/** A reaper sweep that found nothing to settle. */
+const NOTHING = { changes: [], ended: [] };
 
 export function reaperAndLogCases(withStore: Case): void {
   withStore('expireLeases settles each lease past its expiry once, at most `limit` per call', async (store) => {
     await start(store, 'w', 1000, { a: { max_retries: 2 }, b: { max_retries: 2 }, c: { max_retries: 2 }, d: { max_retries: 2 } });
     const first = await claim(store, 1000, { max: 3, ttl: 10 });
     const later = await claimOne(store, 5000, 'd', { ttl: 10 });
-    assert.deepEqual(await store.expireLeases(11_000, 10), [], 'a lease is alive up to its expiry');
+    assert.deepEqual(await store.expireLeases(11_000, 10), NOTHING, 'a lease is alive up to its expiry');
     const one = await store.expireLeases(11_001, 2);
     const two = await store.expireLeases(11_001, 2);
-    assert.deepEqual([one.length, two.length], [2, 1]);
-    assert.deepEqual(sortedChanges([...one, ...two]), sortedChanges(['a', 'b', 'c'].map((id) => change('w', id))));
-    assert.deepEqual(await store.expireLeases(11_001, 10), [], 'a second sweep finds nothing');
+    assert.deepEqual([one.changes.length, two.changes.length], [2, 1]);
+    assert.deepEqual(sortedChanges([...one.changes, ...two.changes]), sortedChanges(['a', 'b', 'c'].map((id) => change('w', id))));
+    assert.deepEqual(await store.expireLeases(11_001, 10), NOTHING, 'a second sweep finds nothing');
     for (const c of first) {
       const j = await job(store, 'w', c.job.job_id);
       assert.deepEqual([j.status, j.attempt, j.error, j.ready_at_ms], ['queued', 1, LEASE_EXPIRED_ERROR, 11_001]);
       assert.equal((await lease(store, c.lease.lease_id)).state, 'expired');
+      assert.deepEqual([...one.ended, ...two.ended].find((e) => e.job_id === c.job.job_id), j, 'each ended attempt’s job, as it is now');
     }
     assert.equal((await job(store, 'w', 'd')).status, 'running');
     assert.deepEqual((await read(store, (r) => r.activeLeases())).map((l) => l.lease_id), [later.lease.lease_id]);
-    assert.deepEqual(await store.expireLeases(15_001, 10), [change('w', 'd')]);
+    const last = await store.expireLeases(15_001, 10);
+    assert.deepEqual(last, { changes: [change('w', 'd')], ended: [await job(store, 'w', 'd')] });
   });
 
   withStore('an expiry with no budget left fails the job, skips downstream and settles the run', async (store) => {
     await start(store, 'w', 1000, { a: {}, b: { needs: ['a'] } });
     await claimOne(store, 1000, 'a', { ttl: 10 });
-    const changes = await store.expireLeases(12_000, 10);
+    const { changes, ended } = await store.expireLeases(12_000, 10);
     assert.deepEqual(sortedChanges(changes), sortedChanges([change('w', 'a'), change('w', 'b')]));
+    assert.deepEqual(ended, [await job(store, 'w', 'a')], 'one attempt ended, its job failed; the skipped one is only a change');
+    assert.equal(ended[0]!.status, 'failed');
     assert.deepEqual((await read(store, (r) => r.getRunJobs('w', 1))).map((j) => j.status), ['failed', 'skipped']);
     assert.deepEqual(await runStatus(store, 'w'), { status: 'failed', finished_at_ms: 12_000 });
   });
@@ -38,14 +46,15 @@ export function reaperAndLogCases(withStore: Case): void {
     await start(store, 'w', 1000, { t: { max_retries: 1, timeout_secs: 5 }, u: {} });
     const [t, u] = await claim(store, 1000, { max: 2, ttl: 3600 });
     assert.deepEqual([t?.job.job_id, u?.job.job_id], ['t', 'u']);
-    assert.deepEqual(await store.timeOutJobs(6000, 10), [], 'at its deadline a job still runs');
-    assert.deepEqual(await store.timeOutJobs(6001, 10), [change('w', 't')]);
-    assert.deepEqual(await store.timeOutJobs(6001, 10), []);
+    assert.deepEqual(await store.timeOutJobs(6000, 10), NOTHING, 'at its deadline a job still runs');
+    const swept = await store.timeOutJobs(6001, 10);
+    assert.deepEqual(await store.timeOutJobs(6001, 10), NOTHING);
     const j = await job(store, 'w', 't');
+    assert.deepEqual(swept, { changes: [change('w', 't')], ended: [j] });
     assert.deepEqual([j.status, j.attempt, j.error, j.deadline_ms, j.lease_id], ['queued', 1, timedOutError(5), null, null]);
     assert.equal((await lease(store, t!.lease.lease_id)).state, 'timed_out');
     // The timed-out lease is no longer active, so the expiry sweep leaves it alone.
-    assert.deepEqual(await store.expireLeases(10_000_000, 10), [change('w', 'u')]);
+    assert.deepEqual((await store.expireLeases(10_000_000, 10)).changes, [change('w', 'u')]);
     assert.equal((await job(store, 'w', 't')).attempt, 1);
   });
 
@@ -129,6 +138,44 @@ export function reaperAndLogCases(withStore: Case): void {
       ],
     );
     assert.equal(await read(store, (r) => r.getWorker('nobody')), null);
+  });
+
+  withStore('activeJobCounts: queued (backoff-held included) and running jobs per label key, nothing else', async (store) => {
+    const GPU = labelKey(['gpu']);
+    const BOTH = labelKey(['gpu', 'linux']);
+    const counts = async () =>
+      (await read(store, (r) => r.activeJobCounts())).sort((x, y) => `${x.status}${x.label_key}`.localeCompare(`${y.status}${y.label_key}`));
+    assert.deepEqual(await counts(), []);
+    await start(store, 'w', 1000, {
+      a: {},
+      b: { labels: ['linux', 'gpu'] },
+      c: { labels: ['gpu', 'linux'] },
+      d: { needs: ['a'] },
+      e: { labels: ['gpu'], max_retries: 1, backoff: { kind: 'fixed', delay_secs: 60 } },
+    });
+    await start(store, 'other', 1000, { o: {} });
+    assert.deepEqual(await counts(), [
+      { status: 'queued', label_key: '', count: 2 },
+      { status: 'queued', label_key: BOTH, count: 2 },
+      { status: 'queued', label_key: GPU, count: 1 },
+    ], 'a pending job is not counted');
+    const a = await claimOne(store, 1000, 'a');
+    await complete(store, a.lease.lease_id, {}, 2000);
+    await claimOne(store, 2000, 'b', { keys: [BOTH] });
+    const e = await claimOne(store, 2000, 'e', { keys: [GPU] });
+    assert.equal((await store.fail(e.lease.lease_id, 'flaky', true, 3000)).kind, 'failed');
+    await claimOne(store, 3000, 'o', { keys: [''] });
+    assert.deepEqual(await counts(), [
+      { status: 'queued', label_key: '', count: 1 },
+      { status: 'queued', label_key: BOTH, count: 1 },
+      { status: 'queued', label_key: GPU, count: 1 },
+      { status: 'running', label_key: '', count: 1 },
+      { status: 'running', label_key: BOTH, count: 1 },
+    ], 'd queued by its need, e held by its backoff, a finished');
+    await store.cancelRun('w', 4000);
+    assert.deepEqual(await counts(), [{ status: 'running', label_key: '', count: 1 }], 'cancelled jobs are not counted');
+    await store.expireLeases(10_000_000, 10);
+    assert.deepEqual(await counts(), [], 'a job failed by its expiry is not counted');
   });
 
   withStore('reads: many runs and their jobs in one call, unknown keys left out; single reads of unknowns are null', async (store) => {

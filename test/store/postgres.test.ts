@@ -131,6 +131,41 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
   }
 });
 
+test('postgres: the job counts of GET /metrics read the queue and the active leases, never the finished jobs', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    const store = await PostgresStore.open(db.url);
+    await start(store, 'w', 1000, { seed: {} });
+    await store.close();
+    // The shape of a database that has run a while: thousands of finished jobs, each with its settled
+    // lease, a few dozen running and queued. The planner chooses by statistics, so it needs them.
+    await sql.unsafe(`INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+        max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms, started_at_ms,
+        finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id, pending_needs)
+      SELECT 'w', 1, 'j' || g, 'n', 'c', '{}', '[]', CASE WHEN g % 3 = 0 THEN '' ELSE '["gpu"]' END, '[]', '[]', 0, '{}', NULL,
+        CASE WHEN g <= 5000 THEN 'success' WHEN g <= 5030 THEN 'running' ELSE 'queued' END,
+        0, 0, 0, g, 0, 0, NULL, NULL, NULL, '{}', 'wk', 'l' || g, 0
+      FROM generate_series(1, 5060) g`);
+    await sql.unsafe(`INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+        granted_at_ms, renewed_at_ms, expires_at_ms, state)
+      SELECT lease_id, row_id, 'w', 1, job_id, 0, 'wk', 30, 0, 0, 30000, CASE WHEN status = 'running' THEN 'active' ELSE 'completed' END
+      FROM jobs WHERE status <> 'queued'`);
+    await sql.unsafe('ANALYZE jobs');
+    await sql.unsafe('ANALYZE leases');
+    const plan = ((await sql.unsafe(`EXPLAIN ${QUERIES.activeJobCounts}`)) as unknown as Array<{ 'QUERY PLAN': string }>)
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    assert.match(plan, /Index (Only )?Scan on jobs_claim|Index (Only )?Scan using jobs_claim/, plan);
+    assert.match(plan, /Index (Only )?Scan using leases_(expiry|worker)/, plan);
+    assert.match(plan, /Index Scan using jobs_pkey on jobs j\s+\(.*\)\s+Index Cond: \(row_id = l\.job_row_id\)/, plan);
+    assert.doesNotMatch(plan, /Seq Scan|jobs_run_status/, plan);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
 test('postgres: stores opening one fresh database at once apply every migration once', async () => {
   const db = await createDatabase();
   const sql = connect(db.url);

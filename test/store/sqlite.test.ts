@@ -46,7 +46,7 @@ storeConformance(
   { joinRaces: 0, concurrency: false },
 );
 
-test('sqlite: the claim and reaper statements are ordered reads of their partial indexes', async () => {
+test('sqlite: the claim, reaper and job-count statements are reads of their partial indexes', async () => {
   const { dir, file } = tempFile();
   await new SqliteStore(file).close();
   const db = new Database(file, { readonly: true });
@@ -62,6 +62,12 @@ test('sqlite: the claim and reaper statements are ordered reads of their partial
     const timeouts = plan(QUERIES.timedOutJobs, 0, 1);
     assert.match(timeouts, /USING (COVERING )?INDEX jobs_deadline/, timeouts);
     assert.doesNotMatch(timeouts, /TEMP B-TREE/, timeouts);
+    // Read at every scrape of GET /metrics: the queue's and the active leases' entries, no finished job.
+    const counts = plan(QUERIES.activeJobCounts);
+    assert.match(counts, /SCAN jobs USING COVERING INDEX jobs_claim/, counts);
+    assert.match(counts, /SCAN l USING (COVERING )?INDEX leases_(expiry|worker)/, counts);
+    assert.match(counts, /SEARCH j USING INTEGER PRIMARY KEY/, counts);
+    assert.doesNotMatch(counts, /SCAN (jobs|j|l)\b(?! USING)/, counts);
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });

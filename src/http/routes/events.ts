@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { LiveEvents, LiveFrame } from '../../engine/live-events.js';
+import type { StreamCounter } from '../metrics.js';
 import { idParam } from '../schemas.js';
 
 /**
  * Live events for dashboards (docs/api.md "Live events"): `job` and `run` events of one workflow, and
  * `workflow` events (list items) of all of them, as server-sent events with resumable ids.
  */
-export function eventRoutes(app: FastifyInstance, live: LiveEvents): void {
+export function eventRoutes(app: FastifyInstance, live: LiveEvents, streams?: StreamCounter): void {
   // A stream lasts until its client leaves; a graceful shutdown ends the open ones itself.
   const open = new Set<AbortController>();
   app.addHook('preClose', async () => {
@@ -19,6 +20,7 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents): void {
     // An unknown workflow or a malformed Last-Event-ID is a JSON error before any stream byte.
     const frames = await live.subscribe(workflowId, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId, abort.signal);
     open.add(abort);
+    streams?.opened();
     reply.raw.on('close', () => abort.abort());
     async function* sse() {
       for await (const f of frames as AsyncGenerator<LiveFrame>) {
@@ -34,6 +36,7 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents): void {
     } finally {
       abort.abort();
       open.delete(abort);
+      streams?.closed();
     }
   };
 

@@ -9,6 +9,8 @@ const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idPara
 export interface LogRouteOptions {
   /** How often a live stream looks for changes made by other processes. */
   pollMs?: number;
+  /** Hears each live stream open and end (README "Metrics"). */
+  streams?: { opened(): void; closed(): void };
 }
 
 /**
@@ -79,11 +81,13 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       reply.sse.sendHeaders();
       // Headers would otherwise wait for the first event, leaving the client unsure the stream is open.
       reply.raw.flushHeaders();
+      opts.streams?.opened();
       try {
         await reply.sse.send(frames());
       } finally {
         abort.abort();
         openStreams.delete(abort);
+        opts.streams?.closed();
       }
     },
   );

@@ -4,7 +4,7 @@ import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import { QUERIES } from './queries.js';
-import { statement, type Exec, type Sql } from './tx.js';
+import { statement, writeStatement, type Exec, type Sql } from './tx.js';
 
 export const change = (j: { workflow_id: string; run_number: number; job_id: string }): JobChange => ({
   workflow_id: j.workflow_id,
@@ -38,7 +38,7 @@ export async function settleRunIfOver(sql: Sql, workflowId: string, runNumber: n
   if (open) return;
   const [tally] = await statement(sql, QUERIES.runTally, [workflowId, runNumber]);
   const state = runStateFromCounts({ unfinished: 0, failed: tally!.failed as number, cancelled: tally!.cancelled as number });
-  await statement(sql, QUERIES.settleRun, [workflowId, runNumber, state, nowMs]);
+  await writeStatement(sql, QUERIES.settleRun, [workflowId, runNumber, state, nowMs]);
 }
 
 /** settleRunIfOver for every run an outcome's `changes` touched (after its transaction committed). */
@@ -88,15 +88,19 @@ export async function applyFailure(
 }
 
 /** Settles an active lease that ran out: expired, and its job's attempt a retryable failure. */
-export async function expire(q: Exec, locked: LockedLease, nowMs: number): Promise<{ lease: LeaseRecord; changes: JobChange[] }> {
+export async function expire(
+  q: Exec,
+  locked: LockedLease,
+  nowMs: number,
+): Promise<{ lease: LeaseRecord; job: JobRecord | null; changes: JobChange[] }> {
   const { lease, job } = locked;
   const expired: LeaseRecord = { ...lease, state: 'expired' };
   if (job.status === 'running' && job.lease_id === lease.lease_id) {
     const r = await applyFailure(q, locked, 'expired', LEASE_EXPIRED_ERROR, true, nowMs);
-    return { lease: expired, changes: r.changes };
+    return { lease: expired, job: r.job, changes: r.changes };
   }
   await q(QUERIES.setLeaseState, [lease.lease_id, 'expired']);
-  return { lease: expired, changes: [] };
+  return { lease: expired, job: null, changes: [] };
 }
 
 /** Settles an active lease whose job outlived timeout_secs: timed out, a retryable failure. */
@@ -132,7 +136,7 @@ export async function judgeLease(q: Exec, leaseId: string, nowMs: number): Promi
   }
   if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
     const r = await expire(q, locked, nowMs);
-    return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, changes: r.changes } };
+    return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, job: r.job, changes: r.changes } };
   }
   if (job.deadline_ms !== null && nowMs > job.deadline_ms) {
     const r = await timeOut(q, locked, nowMs);

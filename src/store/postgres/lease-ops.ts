@@ -8,11 +8,12 @@ import type {
   JobChange,
   LeaseRecord,
   PushLogsOutcome,
+  ReapOutcome,
 } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import { applyFailure, change, currentJob, expire, judgeLease, lockedLease, settleRunIfOver, settleRunsOf, timeOut } from './failures.js';
 import { QUERIES } from './queries.js';
-import { pipeline, statement, transaction, type Sql } from './tx.js';
+import { pipeline, statement, transaction, writeStatement, type Sql } from './tx.js';
 
 /**
  * The worker protocol's lease calls and the reaper. Each first tries the guarded statement that does
@@ -24,7 +25,7 @@ import { pipeline, statement, transaction, type Sql } from './tx.js';
 const touch = (leaseId: string, nowMs: number) => ({ text: QUERIES.touchLeaseWorker, params: [leaseId, nowMs] });
 
 export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
-  const [row] = await statement(sql, QUERIES.renewLease, [leaseId, nowMs]);
+  const [row] = await writeStatement(sql, QUERIES.renewLease, [leaseId, nowMs]);
   if (row) return { kind: 'renewed', lease: toLease(row) };
   const outcome = await transaction(sql, async (q): Promise<HeartbeatOutcome> => {
     const v = await judgeLease(q, leaseId, nowMs);
@@ -83,7 +84,7 @@ export async function fail(sql: Sql, leaseId: string, error: string, retryable: 
       if (v.kind === 'refused') return v.outcome;
       if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
       const r = await applyFailure(q, v.locked, 'failed', storableText(error), retryable, nowMs);
-      return { kind: 'failed', job: r.job, changes: r.changes };
+      return { kind: 'failed', job: r.job, started_at_ms: v.locked.job.started_at_ms ?? nowMs, changes: r.changes };
     },
     { after: touch(leaseId, nowMs) },
   );
@@ -99,7 +100,7 @@ export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly Incom
     data: storableText(c.data),
     timestamp_ms: c.timestamp_ms ?? nowMs,
   }));
-  const [row] = await statement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded]);
+  const [row] = await writeStatement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded]);
   if (row) return { kind: 'stored', lease: toLease(row), accepted: chunks.length };
   const outcome = await transaction(sql, async (q): Promise<PushLogsOutcome> => {
     const v = await judgeLease(q, leaseId, nowMs);
@@ -126,7 +127,7 @@ function findMismatch(chunks: readonly IncomingChunk[], lease: LeaseRecord) {
 /** See QUERIES.releaseLeases. */
 export async function releaseLeases(sql: Sql, leaseIds: readonly string[]): Promise<JobChange[]> {
   if (leaseIds.length === 0) return [];
-  return (await statement(sql, QUERIES.releaseLeases, [leaseIds]))
+  return (await writeStatement(sql, QUERIES.releaseLeases, [leaseIds]))
     .sort((a, b) => (a.row_id as number) - (b.row_id as number))
     .map((r) => change(r as unknown as JobChange));
 }
@@ -136,30 +137,32 @@ export async function releaseLeases(sql: Sql, leaseIds: readonly string[]): Prom
  * re-checks it: a lease that another reaper or the worker's own call is settling is left to that one,
  * so no lease is settled twice, and no transaction holds a run row while waiting for another's jobs.
  */
-export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<JobChange[]> {
-  const changes: JobChange[] = [];
+export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
+  const out: ReapOutcome = { changes: [], ended: [] };
   for (const { lease_id } of await statement(sql, QUERIES.expiredLeases, [nowMs, limit])) {
     const settled = await transaction(sql, async (q) => {
       const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
-      return { changes: locked ? (await expire(q, locked, nowMs)).changes : [] };
+      return locked ? await expire(q, locked, nowMs) : { job: null, changes: [] };
     });
-    changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
+    out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
+    if (settled.job) out.ended.push(settled.job);
   }
-  return changes;
+  return out;
 }
 
 /** As expireLeases, for running jobs past their deadline (their lease is locked first, as everywhere). */
-export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promise<JobChange[]> {
-  const changes: JobChange[] = [];
+export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
+  const out: ReapOutcome = { changes: [], ended: [] };
   for (const { lease_id } of await statement(sql, QUERIES.timedOutJobs, [nowMs, limit])) {
     if (lease_id === null) continue;
     const settled = await transaction(sql, async (q) => {
       const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
-      return { changes: locked ? (await timeOut(q, locked, nowMs)).changes : [] };
+      return locked ? await timeOut(q, locked, nowMs) : { job: null, changes: [] };
     });
-    changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
+    out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
+    if (settled.job) out.ended.push(settled.job);
   }
-  return changes;
+  return out;
 }
 
 /** A guarded statement that must pass because we hold the lease and found it live. */

@@ -9,6 +9,7 @@ import type {
   IncomingChunk,
   JobChange,
   PushLogsOutcome,
+  ReapOutcome,
   StartRunOutcome,
   StartRunRequest,
   Store,
@@ -23,7 +24,7 @@ import type { PostgresOptions } from '../index.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import * as runOps from './run-ops.js';
-import { endPool, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
+import { endPool, observeCommits, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
 
 export { QUERIES } from './queries.js';
 
@@ -155,11 +156,11 @@ export class PostgresStore implements Store {
     return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs);
   }
 
-  expireLeases(nowMs: number, limit: number): Promise<JobChange[]> {
+  expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {
     return leaseOps.expireLeases(this.sql, nowMs, limit);
   }
 
-  timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]> {
+  timeOutJobs(nowMs: number, limit: number): Promise<ReapOutcome> {
     return leaseOps.timeOutJobs(this.sql, nowMs, limit);
   }
 
@@ -177,6 +178,10 @@ export class PostgresStore implements Store {
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
     return runOps.registerWorker(this.sql, workerId, labels, nowMs);
+  }
+
+  onCommit(observer: (seconds: number) => void): void {
+    observeCommits(this.sql, observer);
   }
 
   async close(): Promise<void> {

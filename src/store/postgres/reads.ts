@@ -1,5 +1,5 @@
 import type { JobState } from '../../domain/types.js';
-import type { ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
+import type { ActiveJobCount, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { QUERIES } from './queries.js';
 import type { Exec } from './tx.js';
@@ -68,6 +68,12 @@ export function makeReads(q: Exec): StoreReads {
         seq: r.seq as number,
         key: r.key as string,
         labels: JSON.parse(r.labels as string) as string[],
+      })),
+    activeJobCounts: async () =>
+      (await q(QUERIES.activeJobCounts)).map((r): ActiveJobCount => ({
+        status: r.status as ActiveJobCount['status'],
+        label_key: r.label_key as string,
+        count: r.count as number,
       })),
   };
 }

@@ -11,7 +11,7 @@ import type {
 import { jobRow, newLease, toJob, toRun, toWorker } from '../rows.js';
 import { settleRunIfOver } from './failures.js';
 import { QUERIES } from './queries.js';
-import { StartOver, statement, transaction, type Sql } from './tx.js';
+import { StartOver, transaction, writeStatement, type Sql } from './tx.js';
 
 /** Workflows, runs, claims and workers: the operations that are not lease calls. */
 
@@ -21,17 +21,17 @@ const workflowParams = (rec: WorkflowRecord) => [
 ];
 
 export async function createWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'exists'> {
-  return (await statement(sql, QUERIES.createWorkflow, workflowParams(rec))).length > 0 ? 'created' : 'exists';
+  return (await writeStatement(sql, QUERIES.createWorkflow, workflowParams(rec))).length > 0 ? 'created' : 'exists';
 }
 
 export async function saveWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
-  const [row] = await statement(sql, QUERIES.saveWorkflow, workflowParams(rec));
+  const [row] = await writeStatement(sql, QUERIES.saveWorkflow, workflowParams(rec));
   if (!row) return 'unchanged';
   return row.created ? 'created' : 'updated';
 }
 
 export async function registerWorker(sql: Sql, workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
-  const [row] = await statement(sql, QUERIES.registerWorker, [workerId, JSON.stringify(labels), nowMs]);
+  const [row] = await writeStatement(sql, QUERIES.registerWorker, [workerId, JSON.stringify(labels), nowMs]);
   return toWorker(row!);
 }
 
@@ -127,7 +127,7 @@ export async function claim(sql: Sql, req: ClaimRequest): Promise<Claimed[]> {
   const now = req.now_ms;
   const expires = leaseExpiresAt(now, req.ttl_secs);
   const max = Math.max(0, Math.min(req.max, req.lease_ids.length));
-  const rows = await statement(sql, QUERIES.claim, [
+  const rows = await writeStatement(sql, QUERIES.claim, [
     [...new Set(req.label_keys)],
     now,
     max,

@@ -100,6 +100,8 @@ interface Pool {
   sessions: SessionClients;
   /** The longest one operation may take in all (waiting for a connection, retries, statements); 0 for no limit. */
   operationLimitMs: number;
+  /** Hears how long each write took once it committed (Store.onCommit). */
+  onCommit?: (seconds: number) => void;
 }
 
 const pools = new WeakMap<Sql, Pool>();
@@ -129,6 +131,16 @@ export function openPool(url: string, options: PoolOptions, max: number, operati
 /** Closes every connection of the store, waiting up to `timeoutSecs` for statements in flight. */
 export async function endPool(sql: Sql, timeoutSecs: number): Promise<void> {
   await Promise.all([sql.end({ timeout: timeoutSecs }), pools.get(sql)?.sessions.end(timeoutSecs)]);
+}
+
+/** Store.onCommit: every write transaction, pipeline and write statement reports its time from here on. */
+export function observeCommits(sql: Sql, observer: (seconds: number) => void): void {
+  poolOf(sql).onCommit = observer;
+}
+
+/** Reports a write that has committed, timed from its first statement sent (README "Metrics"). */
+function committed(sql: Sql, startedMs: number): void {
+  pools.get(sql)?.onCommit?.((performance.now() - startedMs) / 1000);
 }
 
 function poolOf(sql: Sql): Pool {
@@ -336,6 +348,18 @@ export function statement(sql: Sql, text: string, params: Params = []): Promise<
   return operation(sql, (deadline) => withRetry(deadline, () => send(sql, text, params)));
 }
 
+/** `statement` for one that writes: its time to commit is reported (Store.onCommit). */
+export function writeStatement(sql: Sql, text: string, params: Params = []): Promise<Row[]> {
+  return operation(sql, (deadline) =>
+    withRetry(deadline, async () => {
+      const started = performance.now();
+      const rows = await send(sql, text, params);
+      committed(sql, started);
+      return rows;
+    }),
+  );
+}
+
 /**
  * Statements sent back to back on one connection, in one round trip, each its own transaction, each
  * committed before the next starts: a later one sees what an earlier one did.
@@ -347,7 +371,10 @@ export function pipeline(sql: Sql, stmts: ReadonlyArray<readonly [text: string, 
       try {
         // The caller has had its answer (unavailable): work started now would be a change nobody awaits.
         if (deadline.passed) throw deadline.error();
-        return await Promise.all(stmts.map(([text, params]) => session.send(text, params)));
+        const started = performance.now();
+        const results = await Promise.all(stmts.map(([text, params]) => session.send(text, params)));
+        committed(sql, started);
+        return results;
       } finally {
         session.release();
       }
@@ -395,6 +422,7 @@ async function once<T>(sql: Sql, body: (q: Exec) => Promise<T>, opts: TxOptions,
   try {
     // The caller has had its answer (unavailable): work started now would be a change nobody awaits.
     if (deadline.passed) throw deadline.error();
+    const started = performance.now();
     const begin = session.send(opts.mode ? `BEGIN ${opts.mode}` : 'BEGIN');
     begin.catch(() => {});
     let result: T;
@@ -405,6 +433,7 @@ async function once<T>(sql: Sql, body: (q: Exec) => Promise<T>, opts: TxOptions,
       const after = opts.after ? session.send(opts.after.text, opts.after.params) : undefined;
       after?.catch(() => {});
       await commit;
+      if (!opts.mode?.includes('READ ONLY')) committed(sql, started);
       if (after) await after.catch(() => undefined);
     } catch (err) {
       // On a connection that failed or closed, the server has rolled back already.

@@ -14,6 +14,19 @@ export interface WriteCall {
 
 export type WriteResult = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string; stack?: string };
 
+/** The writer thread's answer to one batch: its results, and how long the batch took to be durable. */
+export interface BatchAnswer {
+  results: WriteResult[];
+  seconds: number;
+}
+
+/** runBatch, timed from BEGIN to the end of COMMIT (README "Metrics": store commit latency). */
+export function timedBatch(db: Database.Database, conn: Conn, calls: readonly WriteCall[]): BatchAnswer {
+  const started = performance.now();
+  const results = runBatch(db, conn, calls);
+  return { results, seconds: (performance.now() - started) / 1000 };
+}
+
 /**
  * Group commit (docs/performance.md): the operations of `calls` run one after another inside ONE
  * transaction, each in its own savepoint, and all of them become durable with a single COMMIT (one

@@ -31,13 +31,13 @@ export function checkLease(c: Conn, leaseId: string, nowMs: number): LeaseCheck 
   }
   if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
     const changes: JobChange[] = [];
-    return { kind: 'expired', lease: expireLease(c, lease, nowMs, changes) ?? lease, changes };
+    const settled = expireLease(c, lease, nowMs, changes);
+    return { kind: 'expired', lease: settled?.lease ?? lease, job: settled?.job ?? null, changes };
   }
   const job = jobByRowId(c, lease.job_row_id)!;
   if (!runsUnder(job, lease)) {
     // An active lease whose job moved on cannot be honoured; void it rather than let it act.
-    const changes: JobChange[] = [];
-    return { kind: 'expired', lease: settleLease(c, lease.lease_id, 'expired') ?? lease, changes };
+    return { kind: 'expired', lease: settleLease(c, lease.lease_id, 'expired') ?? lease, job: null, changes: [] };
   }
   if (job.deadline_ms !== null && nowMs > job.deadline_ms) {
     const changes: JobChange[] = [];
@@ -60,14 +60,20 @@ export function settleLease(c: Conn, leaseId: string, state: LeaseRecord['state'
 
 /**
  * An expired lease is a retryable failure of its job (README "How a run works"), if the job still
- * runs under it. Returns the settled lease, or null when it was settled already.
+ * runs under it. Returns the settled lease and the job after the failure (null when the job had moved
+ * on), or null when the lease was settled already.
  */
-export function expireLease(c: Conn, lease: LeaseRecord, nowMs: number, changes: JobChange[]): LeaseRecord | null {
+export function expireLease(
+  c: Conn,
+  lease: LeaseRecord,
+  nowMs: number,
+  changes: JobChange[],
+): { lease: LeaseRecord; job: JobRecord | null } | null {
   const settled = settleLease(c, lease.lease_id, 'expired');
   if (!settled) return null;
   const job = jobByRowId(c, lease.job_row_id);
-  if (job && runsUnder(job, lease)) applyFailure(c, job, LEASE_EXPIRED_ERROR, true, nowMs, changes);
-  return settled;
+  if (!job || !runsUnder(job, lease)) return { lease: settled, job: null };
+  return { lease: settled, job: applyFailure(c, job, LEASE_EXPIRED_ERROR, true, nowMs, changes) };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Every SQL statement of the SQLite store, in one place. Each is prepared once per connection (see
  * conn.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
- * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases and timedOutJobs as they are here.
+ * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases, timedOutJobs and activeJobCounts as
+ * they are here.
  */
 export const QUERIES = {
   // ------------------------------------------------------------------------------------ workflows
@@ -190,6 +191,15 @@ export const QUERIES = {
   expiredLeases: `SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`,
   /** no parameters */
   activeLeases: `SELECT * FROM leases WHERE state = 'active'`,
+  /**
+   * Queued jobs per label key (a covering read of jobs_claim), then running ones: a running job holds
+   * an active lease, so they are reached through leases_expiry and the jobs' primary key, never a pass
+   * over finished jobs. No parameters.
+   */
+  activeJobCounts: `SELECT 'queued' AS status, label_key, count(*) AS count FROM jobs WHERE status = 'queued' GROUP BY label_key
+    UNION ALL
+    SELECT 'running', j.label_key, count(*) FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
+      WHERE l.state = 'active' AND j.status = 'running' AND j.lease_id = l.lease_id GROUP BY j.label_key`,
 
   // ------------------------------------------------------------------------------------------ logs
 

@@ -1,4 +1,4 @@
-import type { RunJobCount, RunKey, StoreReads } from '../store.js';
+import type { ActiveJobCount, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 
@@ -58,5 +58,6 @@ export function makeReads(c: Conn): StoreReads {
         key: r.key,
         labels: JSON.parse(r.labels) as string[],
       })),
+    activeJobCounts: async () => c.q('activeJobCounts').all() as ActiveJobCount[],
   };
 }

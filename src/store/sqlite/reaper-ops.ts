@@ -1,4 +1,4 @@
-import type { JobChange } from '../store.js';
+import type { ReapOutcome } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { expireLease, timeOut } from './lease-check.js';
@@ -10,16 +10,19 @@ import { settleIfOver, type RunCounters } from './settle.js';
  * reapers, in one process or two, never settle the same lease twice.
  */
 
-export function expireLeases(c: Conn, nowMs: number, limit: number): JobChange[] {
-  const changes: JobChange[] = [];
-  for (const row of c.q('expiredLeases').all(nowMs, limit) as Row[]) expireLease(c, toLease(row), nowMs, changes);
-  return changes;
+export function expireLeases(c: Conn, nowMs: number, limit: number): ReapOutcome {
+  const out: ReapOutcome = { changes: [], ended: [] };
+  for (const row of c.q('expiredLeases').all(nowMs, limit) as Row[]) {
+    const job = expireLease(c, toLease(row), nowMs, out.changes)?.job;
+    if (job) out.ended.push(job);
+  }
+  return out;
 }
 
-export function timeOutJobs(c: Conn, nowMs: number, limit: number): JobChange[] {
-  const changes: JobChange[] = [];
-  for (const row of c.q('timedOutJobs').all(nowMs, limit) as Row[]) timeOut(c, toJob(row), nowMs, changes);
-  return changes;
+export function timeOutJobs(c: Conn, nowMs: number, limit: number): ReapOutcome {
+  const out: ReapOutcome = { changes: [], ended: [] };
+  for (const row of c.q('timedOutJobs').all(nowMs, limit) as Row[]) out.ended.push(timeOut(c, toJob(row), nowMs, out.changes).job);
+  return out;
 }
 
 /**

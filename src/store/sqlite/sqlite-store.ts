@@ -11,6 +11,7 @@ import type {
   IncomingChunk,
   JobChange,
   PushLogsOutcome,
+  ReapOutcome,
   StartRunOutcome,
   StartRunRequest,
   Store,
@@ -21,7 +22,7 @@ import type {
 import { Mutex } from '../mutex.js';
 import { Conn } from './conn.js';
 import { openConnection, type SqliteStoreOptions } from './connection.js';
-import { runBatch, type OperationName } from './group-commit.js';
+import { timedBatch, type OperationName } from './group-commit.js';
 import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
@@ -50,6 +51,7 @@ export class SqliteStore implements Store {
   private readonly commit: Statement;
   private readonly rollback: Statement;
   private readonly writer: ThreadWriter | null;
+  private commitObserver: ((seconds: number) => void) | null = null;
 
   constructor(
     readonly file: string,
@@ -121,11 +123,11 @@ export class SqliteStore implements Store {
     return this.write('pushLogs', [leaseId, chunks, nowMs]);
   }
 
-  expireLeases(nowMs: number, limit: number): Promise<JobChange[]> {
+  expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {
     return this.write('expireLeases', [nowMs, limit]);
   }
 
-  timeOutJobs(nowMs: number, limit: number): Promise<JobChange[]> {
+  timeOutJobs(nowMs: number, limit: number): Promise<ReapOutcome> {
     return this.write('timeOutJobs', [nowMs, limit]);
   }
 
@@ -135,6 +137,11 @@ export class SqliteStore implements Store {
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
     return this.write('registerWorker', [workerId, labels, nowMs]);
+  }
+
+  onCommit(observer: (seconds: number) => void): void {
+    this.commitObserver = observer;
+    if (this.writer) this.writer.onCommit = observer;
   }
 
   async close(): Promise<void> {
@@ -155,7 +162,8 @@ export class SqliteStore implements Store {
   }
 
   private inline<T>(name: OperationName, args: unknown[]): T {
-    const [result] = runBatch(this.db, this.conn, [{ id: 0, op: name, args }]);
+    const { results: [result], seconds } = timedBatch(this.db, this.conn, [{ id: 0, op: name, args }]);
+    this.commitObserver?.(seconds);
     if (!result!.ok) throw Object.assign(new Error(result!.message), { stack: result!.stack ?? result!.message });
     return result!.value as T;
   }

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Conn } from './conn.js';
 import { openConnection, type SqliteStoreOptions } from './connection.js';
-import { runBatch, type WriteCall } from './group-commit.js';
+import { timedBatch, type WriteCall } from './group-commit.js';
 
 /** Bounds one transaction, so that a flood of calls still gets answers in steady steps. */
 const MAX_BATCH = 1000;
@@ -22,7 +22,7 @@ function flush(): void {
   scheduled = false;
   while (queue.length > 0) {
     const batch = queue.length > MAX_BATCH ? queue.splice(0, MAX_BATCH) : queue.splice(0);
-    parentPort!.postMessage(runBatch(db, conn, batch));
+    parentPort!.postMessage(timedBatch(db, conn, batch));
     // Calls that arrived during this commit are still in the port; let them in before the next batch.
     if (queue.length > 0 && !closing) return schedule();
   }

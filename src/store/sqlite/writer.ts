@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { SqliteStoreOptions } from './connection.js';
-import type { OperationName, WriteResult } from './group-commit.js';
+import type { BatchAnswer, OperationName } from './group-commit.js';
 
 // The thread runs the same module format as this file: .js when built, .ts from source (tests, tsx).
 const EXT = path.extname(fileURLToPath(import.meta.url));
@@ -22,10 +22,13 @@ export class ThreadWriter {
   private nextId = 1;
   private failure: Error | null = null;
   private readonly exited: Promise<void>;
+  /** Hears each batch's commit time (Store.onCommit). */
+  onCommit: ((seconds: number) => void) | null = null;
 
   constructor(file: string, opts: SqliteStoreOptions) {
     this.thread = startThread({ file, opts });
-    this.thread.on('message', (results: WriteResult[]) => {
+    this.thread.on('message', ({ results, seconds }: BatchAnswer) => {
+      this.onCommit?.(seconds);
       for (const r of results) {
         const p = this.pending.get(r.id);
         if (!p) continue;
