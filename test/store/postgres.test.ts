@@ -131,6 +131,54 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
   }
 });
 
+test('postgres: retention finds and deletes runs through indexes on a database of realistic proportions', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    await (await PostgresStore.open(db.url)).close();
+    // 40 workflows of 100 finished runs, 3 jobs a run, a lease a job, 10 log chunks a job: enough rows
+    // for the planner to weigh indexes against scans as it would on a real database.
+    await sql.unsafe(`
+      INSERT INTO workflows SELECT 'w' || i, 'n', NULL, '{}', 'api', 'h', 0, 0, 100 FROM generate_series(1, 40) i;
+      INSERT INTO runs SELECT 'w' || i, n, 'success', n, n * 10 FROM generate_series(1, 40) i, generate_series(1, 100) n;
+      INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+          max_retries, backoff, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms, upstream_outputs)
+        SELECT workflow_id, run_number, 'j' || x, 'n', 'c', '{}', '[]', '', '[]', '[]', 0, '{}', 'success', 0, 0, 0, 0, '{}'
+        FROM runs, generate_series(1, 3) x;
+      INSERT INTO leases SELECT 'l' || row_id, row_id, workflow_id, run_number, job_id, 0, 'wk', 30, 0, 0, 0, 'completed' FROM jobs;
+      INSERT INTO log_chunks SELECT workflow_id, run_number, job_id, 0, s, 'stdout', 'x', 0 FROM jobs, generate_series(1, 10) s;
+      ANALYZE workflows; ANALYZE runs; ANALYZE jobs; ANALYZE leases; ANALYZE log_chunks;
+    `);
+    const keys = [['w1', 'w2'], [1, 2]];
+    const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
+      ['pruneByAge', [50, 100], /Index Scan (using|on) runs_finished/],
+      ['previewByAge', [50, 100], /Index Scan (using|on) runs_finished/],
+      ['pruneByCount', [90, 100], /Index Scan (using|on) runs_pkey[^\n]*\n\s*Index Cond: \(\(workflow_id = w\.id\)/],
+      ['previewByCount', [90, 100], /Index Scan (using|on) runs_pkey[^\n]*\n\s*Index Cond: \(\(workflow_id = w\.id\)/],
+      ['runsOfWorkflow', ['w1', 10], /Index Scan using runs_pkey/],
+      ['runCounts', keys, /Index (Only )?Scan (using|on) log_chunks_pkey/],
+      ['deleteRunsLeases', keys, /Index Scan using leases_job/],
+      ['deleteRunsLogChunks', keys, /Index (Only )?Scan (using|on) log_chunks_pkey/],
+      ['deleteRunsJobs', keys, /Index (Only )?Scan (using|on) jobs_run_status/],
+      ['deleteRuns', keys, /Index Scan using runs_pkey/],
+      ['deleteSomeRunLogChunks', ['w1', 1, 10], /Tid Scan/],
+      ['deleteWorkflow', ['w1'], /Index (Only )?Scan (using|on) runs_pkey/],
+      ['dropStaleLogChunks', ['w1'], /Index (Only )?Scan (using|on) log_chunks_pkey/],
+    ];
+    for (const [name, params, re] of expected) {
+      const plan = ((await sql.unsafe(`EXPLAIN ${QUERIES[name]}`, params as never[])) as unknown as Array<{ 'QUERY PLAN': string }>)
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      assert.match(plan, re, `${name}:\n${plan}`);
+      // Only the workflows table (one row a workflow) may be read whole.
+      assert.doesNotMatch(plan, /Seq Scan on (runs|jobs|leases|log_chunks)/, `${name}:\n${plan}`);
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
 test('postgres: stores opening one fresh database at once apply every migration once', async () => {
   const db = await createDatabase();
   const sql = connect(db.url);
