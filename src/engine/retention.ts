@@ -15,8 +15,8 @@ export interface RetentionPolicy {
 
 export const DAY_MS = 86_400_000;
 
-/** One batch: a few hundred runs and a few thousand log chunks, each a few milliseconds of writing. */
-export const PRUNE_BATCH = { max_runs: 200, max_log_chunks: 5_000 } as const;
+/** One batch: a hundred runs and two thousand log chunks, a few milliseconds of writing (README "Retention"). */
+export const PRUNE_BATCH = { max_runs: 100, max_log_chunks: 2_000 } as const;
 
 /** How much one call of deleteWorkflow deletes before the next (the same bounds as retention). */
 export const DELETE_BATCH: DeleteLimits = PRUNE_BATCH;
