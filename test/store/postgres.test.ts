@@ -179,6 +179,36 @@ test('postgres: retention finds and deletes runs through indexes on a database o
   }
 });
 
+test('postgres: a run start clears log chunks left above its workflow’s latest run (a push that raced a deletion)', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    const store = await PostgresStore.open(db.url, POOL);
+    try {
+      await start(store, 'kept', 1000, { a: {} });
+      await store.createWorkflow(wfRecord('w'));
+      // What such a push leaves behind once the workflow was deleted and created again: chunks of a
+      // run the workflow does not have.
+      await sql`INSERT INTO log_chunks VALUES ('w', 1, 'a', 0, 0, 'stdout', 'stale', 0), ('w', 1, 'a', 0, 1, 'stdout', 'stale', 0)`;
+      await sql`INSERT INTO log_chunks VALUES ('kept', 1, 'a', 0, 0, 'stdout', 'mine', 0)`;
+      await start(store, 'w', 2000, { a: {} });
+      const c = await claimOne(store, 2000, 'a');
+      assert.equal(c.job.workflow_id, 'kept', 'the oldest queued job first');
+      const w = await claimOne(store, 2000, 'a');
+      await store.pushLogs(w.lease.lease_id, [{ sequence: 0, data: 'fresh' }], 2100);
+      const logs = await store.read((r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 }));
+      assert.deepEqual(logs.map((l) => l.data), ['fresh']);
+      const kept = await store.read((r) => r.getLogChunks({ workflow_id: 'kept', run_number: 1, job_id: 'a', attempt: 0 }));
+      assert.deepEqual(kept.map((l) => l.data), ['mine'], 'chunks of an existing run stay');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
 test('postgres: stores opening one fresh database at once apply every migration once', async () => {
   const db = await createDatabase();
   const sql = connect(db.url);
