@@ -5,7 +5,7 @@ import type { Case } from './conformance.js';
 import { claimOne, complete, read, start, wfRecord } from './fixtures.js';
 
 /** A run of `wf` (jobs a, then b needing a) worked to success; `logs` chunks per job; finished at `at`. */
-async function finishedRun(store: Store, wf: string, at: number, logs = 0): Promise<{ run: number; leases: string[] }> {
+export async function finishedRun(store: Store, wf: string, at: number, logs = 0): Promise<{ run: number; leases: string[] }> {
   const run = await start(store, wf, at, { a: {}, b: { needs: ['a'] } });
   const leases: string[] = [];
   for (const id of ['a', 'b']) {
