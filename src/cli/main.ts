@@ -4,6 +4,7 @@ import { createLogger } from '../runtime/logger.js';
 import { VERSION } from '../version.js';
 import { registerWorkerCommand } from '../worker/command.js';
 import { registerClientCommands } from './commands/index.js';
+import { registerPrune } from './prune.js';
 
 /** Stops on SIGTERM/SIGINT: finish in-flight requests, close the store, exit 0. */
 function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void; error: (o: object, m: string) => void }) {
@@ -66,6 +67,7 @@ program
     }
   });
 
+registerPrune(program, () => loadServerConfig());
 registerWorkerCommand(program);
 registerClientCommands(program);
 

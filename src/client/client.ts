@@ -158,6 +158,11 @@ export class WorkflowClient {
     return this.request('POST', `/api/workflows/${enc(id)}/cancel`);
   }
 
+  /** Deletes the workflow with its whole history; 409 `workflow_active` while a run is active. */
+  deleteWorkflow(id: string): Promise<{ deleted: string }> {
+    return this.request('DELETE', `/api/workflows/${enc(id)}`);
+  }
+
   getLogs(workflowId: string, jobId: string, opts: { run?: number; attempt?: number } = {}): Promise<LogChunkView[]> {
     return this.request('GET', `/api/workflows/${enc(workflowId)}/jobs/${enc(jobId)}/logs`, undefined, opts);
   }

@@ -28,6 +28,7 @@ import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { planRun } from './run-plan.js';
+import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
 import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
@@ -410,6 +411,9 @@ export class Engine {
     if (run !== undefined && (run < 1 || run > wf.latest_run)) {
       throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
     }
+    if (run !== undefined && run !== wf.latest_run && !(await r.getRun(workflowId, run))) {
+      throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} any more: retention deleted it (README "Retention")`);
+    }
     if (runNumber === 0) {
       if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
       return null;
@@ -472,6 +476,49 @@ export class Engine {
     }
     if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
     return counts;
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  /**
+   * Deletes the workflow and its whole history in bounded steps (docs/api.md). 409 `workflow_active`
+   * while a run is active; a run started between two steps stops it there, with the older runs gone.
+   */
+  async deleteWorkflow(id: string): Promise<void> {
+    for (let step = 0; ; step++) {
+      const outcome = await this.store.deleteWorkflow(id, DELETE_BATCH);
+      if (outcome === 'more') continue;
+      if (outcome === 'active') {
+        throw new WeftError(
+          'workflow_active',
+          `workflow "${id}" has an active run; cancel it first (POST /api/workflows/${id}/cancel), then delete the workflow`,
+        );
+      }
+      // Not found after a first step: another caller finished the deletion.
+      if (outcome === 'not_found' && step === 0) throw workflowNotFound(id);
+      this.log.info({ workflow_id: id }, 'workflow deleted');
+      this.events.emit('workflow', id);
+      return;
+    }
+  }
+
+  /**
+   * One reaper pass of retention (README "Retention"): up to BATCHES_PER_PASS batches, the rest on
+   * later passes. An outage ends the pass quietly, as for the rest of the reaper.
+   */
+  async applyRetention(policy: RetentionPolicy): Promise<PruneTotals | null> {
+    try {
+      const totals = await pruneInBatches(this.store, pruneRequest(policy, this.now(), false), BATCHES_PER_PASS);
+      if (totals.runs.length > 0 || totals.partial_log_chunks > 0) {
+        const logChunks = totals.runs.reduce((n, r) => n + r.log_chunks, totals.partial_log_chunks);
+        this.log.info({ runs: totals.runs.length, log_chunks: logChunks, more: totals.more }, 'retention deleted finished runs');
+      }
+      return totals;
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      this.outage.warn('retention', err);
+      return null;
+    }
   }
 
   // ---------------------------------------------------------------- internals

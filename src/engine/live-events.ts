@@ -21,7 +21,8 @@ import type { Engine } from './engine.js';
 export type LiveEvent =
   | { seq: number; workflow_id: string; type: 'job'; data: JobView & { run_number: number } }
   | { seq: number; workflow_id: string; type: 'run'; data: { run_number: number; status: WorkflowState } }
-  | { seq: number; workflow_id: string; type: 'workflow'; data: StatusDocument };
+  | { seq: number; workflow_id: string; type: 'workflow'; data: StatusDocument }
+  | { seq: number; workflow_id: string; type: 'deleted'; data: { id: string } };
 
 export type LiveFrame = { type: 'resync' } | LiveEvent;
 
@@ -227,7 +228,9 @@ export class LiveEvents {
         doc = null;
       }
       if (watch) this.compare(id, watch, doc);
-      if (doc && this.watchingAll) this.append({ seq: 0, workflow_id: id, type: 'workflow', data: doc });
+      if (this.watchingAll) {
+        this.append(doc ? { seq: 0, workflow_id: id, type: 'workflow', data: doc } : { seq: 0, workflow_id: id, type: 'deleted', data: { id } });
+      }
     }
     this.trim(now);
   }
@@ -253,7 +256,7 @@ export class LiveEvents {
   private append(ev: LiveEvent): void {
     ev.seq = ++this.seq;
     this.kept.push({ ...ev, at: this.now() });
-    for (const l of this.listeners) if (l.workflowId === null ? ev.type === 'workflow' : l.workflowId === ev.workflow_id && ev.type !== 'workflow') l.push(ev);
+    for (const l of this.listeners) if (wanted(l.workflowId, ev)) l.push(ev);
   }
 
   private trim(now: number): void {
@@ -271,8 +274,12 @@ export class LiveEvents {
     const since = workflowId === null ? this.globalSince : (this.watches.get(workflowId)?.since ?? Infinity);
     const oldest = this.kept.length > 0 ? this.kept[0]!.seq : this.seq + 1;
     if (m[1] !== this.boot || after > this.seq || after < since || after < oldest - 1) return [{ type: 'resync' }];
-    return this.kept.filter(
-      (e) => e.seq > after && (workflowId === null ? e.type === 'workflow' : e.workflow_id === workflowId && e.type !== 'workflow'),
-    );
+    return this.kept.filter((e) => e.seq > after && wanted(workflowId, e));
   }
+}
+
+/** The list stream has workflow and deleted events; a workflow's stream its own job and run events. */
+function wanted(workflowId: string | null, ev: LiveEvent): boolean {
+  const listEvent = ev.type === 'workflow' || ev.type === 'deleted';
+  return workflowId === null ? listEvent : !listEvent && ev.workflow_id === workflowId;
 }

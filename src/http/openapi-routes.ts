@@ -228,6 +228,20 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       },
     },
   },
+  'DELETE /api/workflows/:id': {
+    tag: 'workflows',
+    summary: 'Delete a workflow with its whole history',
+    description:
+      'Every run, job, lease and log chunk of it, in bounded steps. The id is free afterwards. A workflow loaded from ' +
+      'WORKFLOWS_DIR comes back at the next start unless its file is removed.',
+    errors: ['workflow_not_found', 'workflow_active'],
+    responses: {
+      200: {
+        description: 'Deleted',
+        schema: { type: 'object', required: ['deleted'], properties: { deleted: { type: 'string' } }, additionalProperties: false },
+      },
+    },
+  },
   'GET /api/workflows/:id/runs': {
     tag: 'workflows',
     summary: "A page of the workflow's runs, newest first (run history)",
@@ -257,7 +271,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'workflows',
     summary: 'Follow every workflow live (server-sent events)',
     description:
-      '`event: workflow` with the workflow\'s list item (its status document) whenever anything in it changes; ids and ' +
+      '`event: workflow` with the workflow\'s list item (its status document) whenever anything in it changes, `event: deleted` ' +
+      '(data `{id}`) when a workflow is deleted; ids and ' +
       '`Last-Event-ID` as for a workflow\'s events, with `event: resync` when the list must be refetched.',
     errors: ['invalid_last_event_id'],
     headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'resume after this event id' } } },

@@ -22,6 +22,8 @@ export interface ServerConfig {
   workerOfflineAfterMs: number;
   sqliteSynchronous: 'FULL' | 'NORMAL';
   logPollMs: number;
+  /** RETAIN_RUNS and RETAIN_DAYS (README "Retention"); null: unlimited. */
+  retention: { retainRuns: number | null; retainDays: number | null };
   /** PostgreSQL pool and timeouts (PG_POOL_MAX, PG_STATEMENT_TIMEOUT_MS, PG_CONNECT_TIMEOUT_MS); unused on SQLite. */
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
   /** Accepted tokens (WEFT_TOKENS_FILE, WEFT_*_TOKEN); none: authentication off. */
@@ -50,6 +52,10 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     workerOfflineAfterMs: envNumber(env, 'WORKER_OFFLINE_SECS', 60, { min: 1 }) * 1000,
     sqliteSynchronous: sync,
     logPollMs: envNumber(env, 'LOG_STREAM_POLL_MS', 1000, { min: 10, integer: true }),
+    retention: {
+      retainRuns: unlessUnset(env, 'RETAIN_RUNS', () => envNumber(env, 'RETAIN_RUNS', 0, { min: 1, integer: true })),
+      retainDays: unlessUnset(env, 'RETAIN_DAYS', () => envNumber(env, 'RETAIN_DAYS', 0, { min: 0, exclusiveMin: true })),
+    },
     postgres: {
       max: envNumber(env, 'PG_POOL_MAX', 10, { min: 2, max: 1000, integer: true }),
       statementTimeoutMs: envNumber(env, 'PG_STATEMENT_TIMEOUT_MS', 30_000, { min: 0, integer: true }),
@@ -57,4 +63,9 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     },
     tokens: loadTokens(env),
   };
+}
+
+/** null for a setting left unset (or empty), which means "no limit"; otherwise `read` checks it. */
+function unlessUnset<T>(env: Env, name: string, read: () => T): T | null {
+  return env[name]?.trim() ? read() : null;
 }

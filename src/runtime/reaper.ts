@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
 import type { Engine } from '../engine/engine.js';
+import { hasRetention, type RetentionPolicy } from '../engine/retention.js';
 
 /**
  * Runs the engine's reaper every interval (REAP_INTERVAL_SECS). One pass at start settles leases that
- * expired while no process was running. A failing pass is logged and the next one still runs.
+ * expired while no process was running. A failing pass is logged and the next one still runs. With a
+ * retention policy (RETAIN_RUNS, RETAIN_DAYS), each pass then deletes a bounded share of the finished
+ * runs that are due (README "Retention").
  */
 export class Reaper {
   private timer: NodeJS.Timeout | null = null;
@@ -14,6 +17,7 @@ export class Reaper {
     private readonly engine: Engine,
     private readonly intervalMs: number,
     private readonly log: Logger,
+    private readonly retention: RetentionPolicy | null = null,
   ) {}
 
   start(): void {
@@ -22,8 +26,10 @@ export class Reaper {
   }
 
   private tick(): void {
+    const retention = this.retention && hasRetention(this.retention) ? this.retention : null;
     this.running = this.engine
       .reap()
+      .then(() => (retention ? this.engine.applyRetention(retention) : null))
       .then(() => undefined)
       .catch((err: unknown) => this.log.error({ err }, 'reaper pass failed'))
       .finally(() => {

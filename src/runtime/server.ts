@@ -59,12 +59,12 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       );
     }
     if (!config.apiOnly) {
-      reaper = new Reaper(engine, config.reapIntervalMs, log);
+      reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
       reaper.start();
     }
     // Scripts wait for this line, so it is printed whatever LOG_LEVEL says.
     log.child({}, { level: 'info' }).info(
-      { port, store: store.kind, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs },
+      { port, store: store.kind, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs, ...retentionFields(config) },
       `weft server listening on ${url}`,
     );
     const server = app;
@@ -97,9 +97,9 @@ export async function startScheduler(
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
   const engine = new Engine({ store, logger: log });
-  const reaper = new Reaper(engine, config.reapIntervalMs, log);
+  const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
   reaper.start();
-  log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs }, 'weft scheduler started');
+  log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
   return {
     engine,
     async close() {
@@ -109,4 +109,9 @@ export async function startScheduler(
       await store.close();
     },
   };
+}
+
+/** The retention settings in a start line, so that a deployment's policy is visible in its logs. */
+function retentionFields(config: ServerConfig): { retain_runs: number | null; retain_days: number | null } {
+  return { retain_runs: config.retention.retainRuns, retain_days: config.retention.retainDays };
 }

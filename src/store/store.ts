@@ -262,6 +262,63 @@ export interface ReapOutcome {
   ended: JobRecord[];
 }
 
+/**
+ * What retention deletes (README "Retention"): finished runs that are not their workflow's latest and
+ * that are beyond the newest `retain_runs` of their workflow, or finished before `finished_before_ms`
+ * (either rule is enough). A run that is running is never a candidate.
+ */
+export interface PruneRequest {
+  /** Keep this many newest runs of each workflow (>= 1); null: no count rule. */
+  retain_runs: number | null;
+  /** Delete runs finished before this time (epoch ms); null: no age rule. */
+  finished_before_ms: number | null;
+  /** At most this many runs per call (the oldest finished first). */
+  max_runs: number;
+  /**
+   * At most this many log chunks deleted per call: a run whose chunks do not fit has that many of them
+   * deleted and is itself left for a later call (`partial`). Not used by a dry run.
+   */
+  max_log_chunks: number;
+  /** Only report what would be deleted. */
+  dry_run: boolean;
+}
+
+/** One run deleted by retention (or, in a dry run, that would be). */
+export interface PrunedRun {
+  workflow_id: string;
+  run_number: number;
+  status: RunState;
+  finished_at_ms: number;
+  /** Jobs of the run. */
+  jobs: number;
+  /** Log chunks of the run deleted with it (in a dry run: that it holds). */
+  log_chunks: number;
+}
+
+export interface PruneOutcome {
+  /** In the order they were (or would be) deleted: oldest finished first. */
+  runs: PrunedRun[];
+  /**
+   * A run whose log chunks outnumbered what was left of `max_log_chunks`: this many of its chunks were
+   * deleted, and the run follows in a later call (with the chunks left then).
+   */
+  partial: { workflow_id: string; run_number: number; log_chunks: number } | null;
+  /** More runs are due than this call deleted (or, in a dry run, listed): call again. */
+  more: boolean;
+}
+
+/** How much one call of `deleteWorkflow` may delete before answering `more`. */
+export interface DeleteLimits {
+  max_runs: number;
+  max_log_chunks: number;
+}
+
+/**
+ * `deleted`: the workflow and everything of it are gone. `more`: part of its runs were deleted within
+ * the limits; call again. `active`: its latest run is running; nothing was deleted.
+ */
+export type DeleteWorkflowOutcome = 'deleted' | 'more' | 'not_found' | 'active';
+
 export interface StartRunRequest {
   workflow_id: string;
   /** The definition's hash the jobs were built from; `stale` when it changed since. */
@@ -365,6 +422,19 @@ export interface Store {
    * docs/architecture.md "Run settlement") leaves such a run behind when it crashes in between.
    */
   settleStrandedRuns(nowMs: number, limit: number): Promise<number>;
+
+  // retention (README "Retention")
+  /**
+   * Deletes finished runs by `req` with their jobs, leases, outputs and log chunks, within the call's
+   * limits; never a running run nor a workflow's latest run. A dry run changes nothing.
+   */
+  pruneRuns(req: PruneRequest): Promise<PruneOutcome>;
+  /**
+   * Deletes the workflow with all its runs, jobs, leases and log chunks, oldest runs first and at most
+   * `limits` per call (`more` until the last call deletes the latest run with the workflow itself).
+   * Refuses (`active`) while its latest run is running. Its id can be created again afterwards.
+   */
+  deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome>;
 
   // events between processes sharing the database (docs/architecture.md "Events between servers")
   /**

@@ -33,6 +33,7 @@ export function client(base: string) {
     get: <T = any>(p: string, headers?: Record<string, string>) => request<T>('GET', base + p, undefined, headers),
     post: <T = any>(p: string, body?: unknown, headers?: Record<string, string>) => request<T>('POST', base + p, body, headers),
     put: <T = any>(p: string, body?: unknown, headers?: Record<string, string>) => request<T>('PUT', base + p, body, headers),
+    del: <T = any>(p: string, headers?: Record<string, string>) => request<T>('DELETE', base + p, undefined, headers),
     /** Claims with sensible defaults; returns the claim body (null when nothing fits). */
     async claim(worker_id = 'w1', labels: string[] = [], lease_ttl_secs = 30) {
       const r = await request('POST', `${base}/api/jobs/claim`, { worker_id, labels, lease_ttl_secs });

@@ -161,7 +161,10 @@ test('the all-workflows stream sends each changed workflow as its list item', as
     (evs) => evs.some((e) => json(e).id === 'dag' && json(e).status === 'success'),
     'the finished run appears',
   );
-  for (const e of all) {
+  const removed = await request('DELETE', `${s.url}/api/workflows/other`);
+  assert.equal(removed.status, 200, removed.text);
+  await events.waitFor((evs) => evs.some((e) => e.event === 'deleted' && json(e).id === 'other'), 'the deletion is told');
+  for (const e of all.filter((x) => x.event !== 'deleted')) {
     assert.equal(e.event, 'workflow');
     const doc = json(e);
     assert.ok(Array.isArray(doc.jobs) && typeof doc.trigger === 'string', 'a list item');

@@ -213,6 +213,9 @@ test('every example is taken by a live server, and every route answers what the 
   // here their error answers, which come before any stream byte.
   assert.equal((await call('GET /api/workflows/{id}/events', { id: 'no-such-workflow' })).status, 404);
   assert.equal((await call('GET /api/events', {}, undefined, { 'last-event-id': 'not an id' })).status, 400);
+  assert.equal((await call('DELETE /api/workflows/{id}', { id: 'no-such-workflow' })).status, 404);
+  assert.equal((await call('POST /api/workflows', {}, { id: 'to-delete', jobs: { a: { run: 'true' } } })).status, 201);
+  assert.deepEqual((await call('DELETE /api/workflows/{id}', { id: 'to-delete' })).body, { deleted: 'to-delete' });
   assert.equal((await call('GET /healthz')).status, 200);
   assert.equal((await call('GET /readyz')).status, 200);
   assert.match((await call('GET /metrics')).text, /^# HELP weft_/m);

@@ -9,6 +9,7 @@ import type { Store } from '../../src/store/store.js';
 import { ChildActor, inProcessActor, startSoon, type Actor } from './actors.js';
 import type { Case, ConformanceOptions, StoreHandle } from './conformance.js';
 import { buildJobs, HASH, labelSetsOf } from './fixtures.js';
+import { finishedRun } from './conformance-retention.js';
 import { cancelVersusComplete, claimRace, claimVersusCancel, completeVersusExpiry, doubleComplete, joinRace, type Instant } from './races.js';
 
 const RACE_TIMEOUT = 120_000;
@@ -78,6 +79,44 @@ export function concurrencyCases(withStore: Case, opts: ConformanceOptions): voi
         assert.deepEqual(runs.map((r) => r.run_number).sort(), [1, 2, 3]);
       });
     });
+  });
+
+  describe('retention on one database', () => {
+    withStore('two stores pruning while a third deletes a workflow: each run deleted once, nothing left behind', async (store, h) => {
+      for (let i = 1; i <= 30; i++) {
+        await finishedRun(store, 'a', i * 10, 1);
+        await finishedRun(store, 'b', i * 10 + 5, 1);
+      }
+      await withActors(h, 3, async (_actors, [p1, p2, deleter]) => {
+        const req = { retain_runs: 1, finished_before_ms: null, max_runs: 4, max_log_chunks: 12, dry_run: false };
+        const pruner = async (s: Store) => {
+          const got: string[] = [];
+          for (let more = true; more; ) {
+            const out = await s.pruneRuns(req);
+            got.push(...out.runs.map((r) => `${r.workflow_id}#${r.run_number}`));
+            more = out.more;
+          }
+          return got;
+        };
+        const deleting = (async () => {
+          for (;;) {
+            const out = await deleter!.deleteWorkflow('b', { max_runs: 3, max_log_chunks: 8 });
+            if (out !== 'more') return out;
+          }
+        })();
+        const [one, two, deleted] = await Promise.all([pruner(p1!), pruner(p2!), deleting]);
+        assert.equal(deleted, 'deleted');
+        const pruned = [...one, ...two];
+        assert.equal(new Set(pruned).size, pruned.length, `no run deleted twice: ${pruned.join(' ')}`);
+        const rest = await pruner(store);
+        const ofA = [...pruned, ...rest].filter((k) => k.startsWith('a#')).sort();
+        assert.deepEqual(ofA, Array.from({ length: 29 }, (_, i) => `a#${i + 1}`).sort());
+      });
+      assert.equal(await store.read((r) => r.getWorkflow('b')), null);
+      const left = await store.read((r) => r.getRuns(Array.from({ length: 30 }, (_, i) => ({ workflow_id: 'a', run_number: i + 1 }))));
+      assert.deepEqual(left.map((r) => r.run_number), [30]);
+      assert.deepEqual(await store.read((r) => r.getRunJobs('b', 30)), []);
+    }, { timeout: RACE_TIMEOUT });
   });
 
   describe('separate processes on one database', () => {

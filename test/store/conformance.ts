@@ -11,6 +11,7 @@ import { claimCases } from './conformance-claim.js';
 import { leaseCases } from './conformance-leases.js';
 import { reaperAndLogCases } from './conformance-reaper.js';
 import { concurrencyCases } from './conformance-concurrency.js';
+import { retentionCases } from './conformance-retention.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -52,6 +53,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('claim', () => claimCases(withStore));
     describe('lease calls', () => leaseCases(withStore));
     describe('reaper, logs, workers, reads', () => reaperAndLogCases(withStore));
+    describe('retention and deleting workflows', () => retentionCases(withStore));
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
   });
 }

@@ -166,6 +166,84 @@ test('postgres: the job counts of GET /metrics read the queue and the active lea
   }
 });
 
+test('postgres: retention finds and deletes runs through indexes on a database of realistic proportions', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    await (await PostgresStore.open(db.url)).close();
+    // 40 workflows of 100 finished runs, 3 jobs a run, a lease a job, 10 log chunks a job: enough rows
+    // for the planner to weigh indexes against scans as it would on a real database.
+    await sql.unsafe(`
+      INSERT INTO workflows SELECT 'w' || i, 'n', NULL, '{}', 'api', 'h', 0, 0, 100 FROM generate_series(1, 40) i;
+      INSERT INTO runs SELECT 'w' || i, n, 'success', n, n * 10 FROM generate_series(1, 40) i, generate_series(1, 100) n;
+      INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+          max_retries, backoff, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms, upstream_outputs)
+        SELECT workflow_id, run_number, 'j' || x, 'n', 'c', '{}', '[]', '', '[]', '[]', 0, '{}', 'success', 0, 0, 0, 0, '{}'
+        FROM runs, generate_series(1, 3) x;
+      INSERT INTO leases SELECT 'l' || row_id, row_id, workflow_id, run_number, job_id, 0, 'wk', 30, 0, 0, 0, 'completed' FROM jobs;
+      INSERT INTO log_chunks SELECT workflow_id, run_number, job_id, 0, s, 'stdout', 'x', 0 FROM jobs, generate_series(1, 10) s;
+      ANALYZE workflows; ANALYZE runs; ANALYZE jobs; ANALYZE leases; ANALYZE log_chunks;
+    `);
+    const keys = [['w1', 'w2'], [1, 2]];
+    const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
+      ['pruneByAge', [50, 100], /Index Scan (using|on) runs_finished/],
+      ['previewByAge', [50, 100], /Index Scan (using|on) runs_finished/],
+      ['pruneByCount', [90, 100], /Index Scan (using|on) runs_pkey[^\n]*\n\s*Index Cond: \(\(workflow_id = w\.id\)/],
+      ['previewByCount', [90, 100], /Index Scan (using|on) runs_pkey[^\n]*\n\s*Index Cond: \(\(workflow_id = w\.id\)/],
+      ['runsOfWorkflow', ['w1', 10], /Index Scan using runs_pkey/],
+      ['runCounts', keys, /Index (Only )?Scan (using|on) log_chunks_pkey/],
+      ['deleteRunsLeases', keys, /Index Scan using leases_job/],
+      ['deleteRunsLogChunks', keys, /Index (Only )?Scan (using|on) log_chunks_pkey/],
+      ['deleteRunsJobs', keys, /Index (Only )?Scan (using|on) jobs_run_status/],
+      ['deleteRuns', keys, /Index Scan using runs_pkey/],
+      ['deleteSomeRunLogChunks', ['w1', 1, 10], /Tid Scan/],
+      ['deleteWorkflow', ['w1'], /Index (Only )?Scan (using|on) runs_pkey/],
+      ['dropStaleLogChunks', ['w1'], /Index (Only )?Scan (using|on) log_chunks_pkey/],
+    ];
+    for (const [name, params, re] of expected) {
+      const plan = ((await sql.unsafe(`EXPLAIN ${QUERIES[name]}`, params as never[])) as unknown as Array<{ 'QUERY PLAN': string }>)
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      assert.match(plan, re, `${name}:\n${plan}`);
+      // Only the workflows table (one row a workflow) may be read whole.
+      assert.doesNotMatch(plan, /Seq Scan on (runs|jobs|leases|log_chunks)/, `${name}:\n${plan}`);
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
+test('postgres: a run start clears log chunks left above its workflow’s latest run (a push that raced a deletion)', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    const store = await PostgresStore.open(db.url, POOL);
+    try {
+      await start(store, 'kept', 1000, { a: {} });
+      await store.createWorkflow(wfRecord('w'));
+      // What such a push leaves behind once the workflow was deleted and created again: chunks of a
+      // run the workflow does not have.
+      await sql`INSERT INTO log_chunks VALUES ('w', 1, 'a', 0, 0, 'stdout', 'stale', 0), ('w', 1, 'a', 0, 1, 'stdout', 'stale', 0)`;
+      await sql`INSERT INTO log_chunks VALUES ('kept', 1, 'a', 0, 0, 'stdout', 'mine', 0)`;
+      await start(store, 'w', 2000, { a: {} });
+      const c = await claimOne(store, 2000, 'a');
+      assert.equal(c.job.workflow_id, 'kept', 'the oldest queued job first');
+      const w = await claimOne(store, 2000, 'a');
+      await store.pushLogs(w.lease.lease_id, [{ sequence: 0, data: 'fresh' }], 2100);
+      const logs = await store.read((r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt: 0 }));
+      assert.deepEqual(logs.map((l) => l.data), ['fresh']);
+      const kept = await store.read((r) => r.getLogChunks({ workflow_id: 'kept', run_number: 1, job_id: 'a', attempt: 0 }));
+      assert.deepEqual(kept.map((l) => l.data), ['mine'], 'chunks of an existing run stay');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
 test('postgres: stores opening one fresh database at once apply every migration once', async () => {
   const db = await createDatabase();
   const sql = connect(db.url);

@@ -74,6 +74,39 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
   }
 });
 
+test('sqlite: retention finds and deletes runs through indexes; only pruneByCount walks the workflows', async () => {
+  const { dir, file } = tempFile();
+  await new SqliteStore(file).close();
+  const db = new Database(file, { readonly: true });
+  try {
+    const plan = (sql: string, ...args: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    const run = ['w', 1];
+    const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
+      ['pruneByAge', [0, 10], /SEARCH r USING INDEX runs_finished \(finished_at_ms<\?\)/],
+      ['pruneByCount', [1, 10], /SEARCH r USING INDEX sqlite_autoindex_runs_1 \(workflow_id=\? AND run_number<\?\)/],
+      ['runsOfWorkflow', ['w', 10], /SEARCH runs USING INDEX sqlite_autoindex_runs_1 \(workflow_id=\?\)/],
+      ['countRunJobs', run, /SEARCH jobs USING COVERING INDEX jobs_run_status/],
+      ['countRunLogChunks', run, /SEARCH log_chunks USING PRIMARY KEY \(workflow_id=\? AND run_number=\?\)/],
+      ['deleteRunLogChunks', run, /SEARCH log_chunks USING PRIMARY KEY \(workflow_id=\? AND run_number=\?\)/],
+      ['deleteSomeRunLogChunks', [{ workflow_id: 'w', run_number: 1, limit: 10 }], /SEARCH log_chunks USING PRIMARY KEY/],
+      ['deleteRunLeases', run, /SEARCH leases USING COVERING INDEX leases_job/],
+      // The foreign-key checks of the deletes are index searches too (leases_job, jobs_run_status).
+      ['deleteRunJobs', run, /SEARCH leases USING COVERING INDEX leases_job/],
+      ['deleteRun', run, /SEARCH jobs USING COVERING INDEX jobs_run_status/],
+      ['deleteWorkflow', ['w'], /SEARCH runs USING COVERING INDEX sqlite_autoindex_runs_1/],
+    ];
+    for (const [name, args, re] of expected) {
+      const p = plan(QUERIES[name], ...args);
+      assert.match(p, re, `${name}: ${p}`);
+      assert.doesNotMatch(p.replace('SCAN w ', ''), /\bSCAN\b/, `${name} reads a whole table: ${p}`);
+    }
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('sqlite: WAL mode, and every migration applied once however often the file is opened', async () => {
   const { dir, file } = tempFile();
   await new SqliteStore(file).close();

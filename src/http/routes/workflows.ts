@@ -66,4 +66,10 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
     const { cancelled, status } = await engine.cancel(req.params.id);
     return reply.code(202).send({ ...status, cancelled_jobs: cancelled });
   });
+
+  /** The workflow with its whole history; 409 `workflow_active` while a run is active (docs/api.md). */
+  app.delete<{ Params: { id: string } }>('/api/workflows/:id', { schema: byId }, async (req) => {
+    await engine.deleteWorkflow(req.params.id);
+    return { deleted: req.params.id };
+  });
 }

@@ -17,6 +17,7 @@ import { transaction, type Sql } from './tx.js';
  * for labelSetsSince). Existing rows get values computed from what they hold, so a database made by
  * migration 1 carries on. Migration 3 drops the run counters again: every completion of a run
  * updating its one row made them queue behind each other's commits; runs are settled by their jobs.
+ * Migration 4 adds the indexes retention deletes through (runs by finish time, leases by job).
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -161,6 +162,17 @@ CREATE UNIQUE INDEX label_sets_seq ON label_sets(seq);
     sql: `
 ALTER TABLE runs DROP COLUMN unfinished_jobs, DROP COLUMN failed_jobs, DROP COLUMN cancelled_jobs;
 CREATE INDEX runs_running ON runs(workflow_id, run_number) WHERE status = 'running';
+`,
+  },
+  {
+    version: 4,
+    name: 'retention: finished runs by finish time, leases by job',
+    // runs_finished serves the age rule in the order runs are deleted (README "Retention"). leases_job
+    // lets a run's leases be deleted with it, and keeps the foreign-key check of a deleted job from
+    // scanning every lease.
+    sql: `
+CREATE INDEX runs_finished ON runs(finished_at_ms, workflow_id, run_number) WHERE finished_at_ms IS NOT NULL;
+CREATE INDEX leases_job ON leases(job_row_id);
 `,
   },
 ];

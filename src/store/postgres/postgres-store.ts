@@ -4,10 +4,14 @@ import type {
   ClaimRequest,
   Claimed,
   CompleteOutcome,
+  DeleteLimits,
+  DeleteWorkflowOutcome,
   FailOutcome,
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
+  PruneOutcome,
+  PruneRequest,
   PushLogsOutcome,
   ReapOutcome,
   StartRunOutcome,
@@ -23,6 +27,7 @@ import * as leaseOps from './lease-ops.js';
 import type { PostgresOptions } from '../index.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
+import * as retentionOps from './retention-ops.js';
 import * as runOps from './run-ops.js';
 import { endPool, observeCommits, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
 
@@ -174,6 +179,14 @@ export class PostgresStore implements Store {
 
   settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
     return settleStrandedRuns(this.sql, nowMs, limit);
+  }
+
+  pruneRuns(req: PruneRequest): Promise<PruneOutcome> {
+    return retentionOps.pruneRuns(this.sql, req);
+  }
+
+  deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
+    return retentionOps.deleteWorkflow(this.sql, id, limits);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -1,3 +1,5 @@
+import { RETENTION_QUERIES } from './retention-queries.js';
+
 /**
  * Every SQL statement of the PostgreSQL store, by name. The store runs exactly these strings (the
  * index-plan tests EXPLAIN the same ones; `claim` runs `claimCandidates` inside it, verbatim), always
@@ -41,6 +43,7 @@ const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[])
   ) AS c`;
 
 export const QUERIES = {
+  ...RETENTION_QUERIES,
   // ------------------------------------------------------------------------------------ reads
   /** $1 workflow id. */
   getWorkflow: `SELECT * FROM workflows WHERE id = $1`,

@@ -40,8 +40,13 @@ export async function startRun(
   req: StartRunRequest,
 ): Promise<StartRunOutcome> {
   return transaction(sql, async (q): Promise<StartRunOutcome> => {
-    // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf).
-    const [, [wf]] = await Promise.all([q(QUERIES.lockWorkflow, [req.workflow_id]), q(QUERIES.latestRunOf, [req.workflow_id])]);
+    // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf), and so
+    // does the clean-up of chunks left by a deleted run of the same number (see dropStaleLogChunks).
+    const [, [wf]] = await Promise.all([
+      q(QUERIES.lockWorkflow, [req.workflow_id]),
+      q(QUERIES.latestRunOf, [req.workflow_id]),
+      q(QUERIES.dropStaleLogChunks, [req.workflow_id]),
+    ]);
     if (!wf) return { kind: 'not_found' };
     if (wf.hash !== req.expected_hash) return { kind: 'stale' };
     if (wf.latest_status === 'running') return { kind: 'active', run_number: wf.latest_run as number };

@@ -141,6 +141,17 @@ UPDATE runs SET
     name: 'running runs indexed, for the reaper sweep',
     sql: `CREATE INDEX runs_running ON runs(workflow_id, run_number) WHERE status = 'running';`,
   },
+  {
+    version: 4,
+    name: 'retention: finished runs by finish time, leases by job',
+    // runs_finished serves the age rule in the order runs are deleted (README "Retention"). leases_job
+    // lets a run's leases be deleted with it, and keeps the foreign-key check of a deleted job from
+    // scanning every lease.
+    sql: `
+CREATE INDEX runs_finished ON runs(finished_at_ms, workflow_id, run_number) WHERE finished_at_ms IS NOT NULL;
+CREATE INDEX leases_job ON leases(job_row_id);
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

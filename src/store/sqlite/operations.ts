@@ -9,3 +9,4 @@
 export { createWorkflow, saveWorkflow, startRun, cancelRun } from './run-ops.js';
 export { claim, releaseLeases, heartbeat, complete, fail, pushLogs, registerWorker } from './worker-ops.js';
 export { expireLeases, timeOutJobs, settleStrandedRuns } from './reaper-ops.js';
+export { pruneRuns, deleteWorkflow } from './retention-ops.js';

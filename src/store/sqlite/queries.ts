@@ -1,8 +1,8 @@
 /**
  * Every SQL statement of the SQLite store, in one place. Each is prepared once per connection (see
  * conn.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
- * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases, timedOutJobs and activeJobCounts as
- * they are here.
+ * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases, timedOutJobs, activeJobCounts and
+ * the retention statements as they are here.
  */
 export const QUERIES = {
   // ------------------------------------------------------------------------------------ workflows
@@ -213,6 +213,46 @@ export const QUERIES = {
     ORDER BY sequence LIMIT ?`,
   /** ? workflow_id, ? run_number, ? job_id */
   latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
+
+  // ------------------------------------------------------------------------------------ retention
+
+  /**
+   * Finished runs that are not their workflow's latest, finished before a time, oldest first, through
+   * runs_finished. ? finished_before_ms, ? limit
+   */
+  pruneByAge: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM runs r
+    CROSS JOIN workflows w ON w.id = r.workflow_id
+    WHERE r.finished_at_ms < ? AND r.status <> 'running' AND r.run_number < w.latest_run
+    ORDER BY r.finished_at_ms, r.workflow_id, r.run_number LIMIT ?`,
+  /**
+   * Finished runs beyond the newest N of their workflow: per workflow, one primary-key range of runs.
+   * ? retain (N >= 1), ? limit
+   */
+  pruneByCount: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM workflows w
+    CROSS JOIN runs r ON r.workflow_id = w.id AND r.run_number <= w.latest_run - ?
+    WHERE r.status <> 'running' AND r.finished_at_ms IS NOT NULL
+    LIMIT ?`,
+  /** Every run of a workflow, oldest first. ? workflow_id, ? limit */
+  runsOfWorkflow: `SELECT workflow_id, run_number, status, finished_at_ms FROM runs WHERE workflow_id = ?
+    ORDER BY run_number LIMIT ?`,
+  /** ? workflow_id, ? run_number */
+  countRunJobs: `SELECT count(*) AS n FROM jobs WHERE workflow_id = ? AND run_number = ?`,
+  /** ? workflow_id, ? run_number */
+  countRunLogChunks: `SELECT count(*) AS n FROM log_chunks WHERE workflow_id = ? AND run_number = ?`,
+  /** ? workflow_id, ? run_number */
+  deleteRunLogChunks: `DELETE FROM log_chunks WHERE workflow_id = ? AND run_number = ?`,
+  /** Some of a run's log chunks, through the primary key. @workflow_id @run_number @limit */
+  deleteSomeRunLogChunks: `DELETE FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number
+    AND (job_id, attempt, sequence) IN (
+      SELECT job_id, attempt, sequence FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number LIMIT @limit)`,
+  /** Through jobs_by_run and leases_job. ? workflow_id, ? run_number */
+  deleteRunLeases: `DELETE FROM leases WHERE job_row_id IN (SELECT row_id FROM jobs WHERE workflow_id = ? AND run_number = ?)`,
+  /** ? workflow_id, ? run_number */
+  deleteRunJobs: `DELETE FROM jobs WHERE workflow_id = ? AND run_number = ?`,
+  /** ? workflow_id, ? run_number */
+  deleteRun: `DELETE FROM runs WHERE workflow_id = ? AND run_number = ?`,
+  /** ? id */
+  deleteWorkflow: `DELETE FROM workflows WHERE id = ?`,
 
   // -------------------------------------------------------------------------------------- workers
 

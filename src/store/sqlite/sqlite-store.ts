@@ -6,10 +6,14 @@ import type {
   Claimed,
   ClaimRequest,
   CompleteOutcome,
+  DeleteLimits,
+  DeleteWorkflowOutcome,
   FailOutcome,
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
+  PruneOutcome,
+  PruneRequest,
   PushLogsOutcome,
   ReapOutcome,
   StartRunOutcome,
@@ -26,6 +30,7 @@ import { timedBatch, type OperationName } from './group-commit.js';
 import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
+import { previewPrune } from './retention-ops.js';
 
 export type { SqliteStoreOptions } from './connection.js';
 
@@ -133,6 +138,16 @@ export class SqliteStore implements Store {
 
   settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
     return this.write('settleStrandedRuns', [nowMs, limit]);
+  }
+
+  /** A dry run is a read: it takes no write lock, however much it lists. */
+  pruneRuns(req: PruneRequest): Promise<PruneOutcome> {
+    if (req.dry_run) return this.read(async () => previewPrune(this.conn, req));
+    return this.write('pruneRuns', [req]);
+  }
+
+  deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
+    return this.write('deleteWorkflow', [id, limits]);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
