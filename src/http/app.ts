@@ -12,7 +12,10 @@ import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
-import { WeftError, type ErrorBody } from '../protocol/errors.js';
+import type { ErrorBody } from '../protocol/errors.js';
+import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
+import { parseJsonBody } from './json-body.js';
+import { DEFAULT_MAX_STREAMS, StreamSlots } from './stream-slots.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -22,6 +25,10 @@ export interface AppOptions {
   bodyLimitBytes?: number;
   /** How often live log streams look for changes made by other processes. */
   logPollMs?: number;
+  /** REQUEST_TIMEOUT_SECS in ms: how long a request may take to arrive whole. */
+  requestTimeoutMs?: number;
+  /** MAX_STREAMS: open event streams at once. */
+  maxStreams?: number;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -32,6 +39,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    ...requestTimeoutOptions(opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
+    clientErrorHandler: clientErrorHandler(opts.logger),
     // A caller's x-request-id is kept (bounded), else one is made; it is in every log line of the request.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -51,17 +60,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
 
-  // Several worker libraries send `Content-Type: application/json` with an empty body on heartbeat,
-  // run and cancel; treat that as "no body" instead of a parse error.
   // JSON is the only body type; Fastify's built-in text/plain parser would let a string through.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
     try {
-      done(null, JSON.parse(text));
+      done(null, parseJsonBody(body as Buffer));
     } catch (err) {
-      done(new WeftError('invalid_json', `request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(err as Error, undefined);
     }
   });
 
@@ -131,6 +136,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
-  logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
+  logRoutes(app, opts.engine, { pollMs: opts.logPollMs, streams: new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS) });
   return app;
 }

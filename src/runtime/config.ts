@@ -20,6 +20,9 @@ export interface ServerConfig {
   workerOfflineAfterMs: number;
   sqliteSynchronous: 'FULL' | 'NORMAL';
   logPollMs: number;
+  /** REQUEST_TIMEOUT_SECS in ms and MAX_STREAMS (README "Limits"). */
+  requestTimeoutMs: number;
+  maxStreams: number;
   /** PostgreSQL pool and timeouts (PG_POOL_MAX, PG_STATEMENT_TIMEOUT_MS, PG_CONNECT_TIMEOUT_MS); unused on SQLite. */
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
 }
@@ -46,6 +49,8 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     workerOfflineAfterMs: envNumber(env, 'WORKER_OFFLINE_SECS', 60, { min: 1 }) * 1000,
     sqliteSynchronous: sync,
     logPollMs: envNumber(env, 'LOG_STREAM_POLL_MS', 1000, { min: 10, integer: true }),
+    requestTimeoutMs: envNumber(env, 'REQUEST_TIMEOUT_SECS', 30, { min: 1, max: 3600 }) * 1000,
+    maxStreams: envNumber(env, 'MAX_STREAMS', 1000, { min: 1, max: 1_000_000, integer: true }),
     postgres: {
       max: envNumber(env, 'PG_POOL_MAX', 10, { min: 2, max: 1000, integer: true }),
       statementTimeoutMs: envNumber(env, 'PG_STATEMENT_TIMEOUT_MS', 30_000, { min: 0, integer: true }),

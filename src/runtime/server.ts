@@ -44,6 +44,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       corsOrigins: config.corsOrigins,
       bodyLimitBytes: config.bodyLimitBytes,
       logPollMs: config.logPollMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxStreams: config.maxStreams,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
     if (config.port !== 0 && port !== config.port) {

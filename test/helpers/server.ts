@@ -31,7 +31,16 @@ export interface InProcessServer {
  * starts the reaper; without it expiry is only found at access, as with API_ONLY.
  */
 export async function startInProcess(
-  opts: { reapIntervalMs?: number; corsOrigins?: string[]; bodyLimitBytes?: number; workflowsDir?: string; logPollMs?: number; claimSweepMs?: number } = {},
+  opts: {
+    reapIntervalMs?: number;
+    corsOrigins?: string[];
+    bodyLimitBytes?: number;
+    workflowsDir?: string;
+    logPollMs?: number;
+    claimSweepMs?: number;
+    requestTimeoutMs?: number;
+    maxStreams?: number;
+  } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
@@ -44,6 +53,8 @@ export async function startInProcess(
     corsOrigins: opts.corsOrigins,
     bodyLimitBytes: opts.bodyLimitBytes,
     logPollMs: opts.logPollMs ?? 200,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    maxStreams: opts.maxStreams,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();

@@ -3,12 +3,15 @@ import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
 import { idParam } from '../schemas.js';
+import type { StreamSlots } from '../stream-slots.js';
 
 const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
 
 export interface LogRouteOptions {
   /** How often a live stream looks for changes made by other processes. */
   pollMs?: number;
+  /** The server's stream slots; every stream holds one while it is open. */
+  streams: StreamSlots;
 }
 
 /**
@@ -23,7 +26,7 @@ function endStreamsOnClose(app: FastifyInstance): Set<AbortController> {
   return open;
 }
 
-export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions = {}): void {
+export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions): void {
   const openStreams = endStreamsOnClose(app);
   app.get<{ Params: { wf_id: string; job_id: string }; Querystring: { run?: number; attempt?: number } }>(
     '/api/workflows/:wf_id/jobs/:job_id/logs',
@@ -59,8 +62,16 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         }
         afterSequence = n;
       }
-      // Unknown workflow or job: a JSON 404 before any stream byte is written.
-      await engine.readStore((ops) => engine.logTarget(ops, req.params.wf_id, req.params.job_id));
+      // Taken before the store is asked anything, so that a flood of streams costs no reads.
+      const slot = opts.streams.take(reply);
+      if (slot === null) return reply;
+      try {
+        // Unknown workflow or job: a JSON 404 before any stream byte is written.
+        await engine.readStore((ops) => engine.logTarget(ops, req.params.wf_id, req.params.job_id));
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
       const abort = new AbortController();
       openStreams.add(abort);
       reply.raw.on('close', () => abort.abort());
@@ -84,6 +95,7 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       } finally {
         abort.abort();
         openStreams.delete(abort);
+        slot.release();
       }
     },
   );
