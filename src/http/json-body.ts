@@ -28,7 +28,7 @@ export function parseJsonBody(body: Buffer): unknown {
     throw new WeftError('invalid_json', `request body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(withoutLoneSurrogates(text));
   } catch (err) {
     throw new WeftError('invalid_json', `request body is not valid JSON: ${(err as Error).message}`);
   }
@@ -62,6 +62,20 @@ function nestsDeeperThan(text: string, max: number): boolean {
     }
   }
   return false;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+// Left to right, an escaped backslash is consumed whole, so `\\ud800` (a backslash, then text) is not an escape.
+const ESCAPES = /\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}/g;
+
+/**
+ * `"\ud800"` is valid JSON but no character: a UTF-16 surrogate escaped without its pair. Neither store
+ * can keep it as text (PostgreSQL refuses it, SQLite mangles it), so it is read as U+FFFD, the same
+ * replacement job output gets for NUL (README "Limits"). Bodies without surrogate escapes skip this.
+ */
+function withoutLoneSurrogates(text: string): string {
+  if (text.indexOf('\\u') === -1 || !SURROGATE_ESCAPE.test(text)) return text;
+  return text.replace(ESCAPES, (m) => (m.length === 6 ? '\\ufffd' : m));
 }
 
 /** Only on the error path: how many leading bytes decode (or could, given more), to point at the fault. */

@@ -170,6 +170,8 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       API_ONLY: undefined,
       REAP_INTERVAL_SECS: undefined,
       CORS_ORIGINS: undefined,
+      REQUEST_TIMEOUT_SECS: undefined,
+      MAX_STREAMS: undefined,
     },
   };
 }

@@ -11,6 +11,8 @@ import { client, type HttpResult } from '../helpers/http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { makeSandbox, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
 import { ERROR_CODES } from '../../src/protocol/errors.js';
+import { loadWorkerConfig } from '../../src/worker/command.js';
+import { ConfigError } from '../../src/runtime/env.js';
 
 const LIMIT = 1024 * 1024;
 
@@ -291,6 +293,28 @@ for (const store of STORES) {
       assert.equal((await api.jobState(id, 'b')).error, 'e\uFFFD');
     });
 
+    test('a lone UTF-16 surrogate escape is read as U+FFFD wherever it is; pairs and escaped backslashes are kept', async () => {
+      const id = `sur${++n}`;
+      const def = `{"id":"${id}","name":"n\\ud800","jobs":{"a":{"name":"j\\udfff","run":"echo \\ud800","env":{"E":"\\udc00"},"labels":["${id}","q\\ud800"]}}}`;
+      const created = await send(base, 'POST', '/api/workflows', def);
+      assert.equal(created.status, 201, created.text);
+      const run = await send(base, 'POST', `/api/workflows/${id}/run`);
+      assert.equal(run.status, 202, run.text);
+      const claim = await send(base, 'POST', '/api/jobs/claim', `{"worker_id":"w\\ud800","labels":["${id}","q\\ud800"]}`);
+      assert.equal(claim.status, 200, claim.text);
+      const { job, lease } = claim.body;
+      assert.deepEqual([job.name, job.command, job.env.E, job.required_labels], ['j\uFFFD', 'echo \uFFFD', '\uFFFD', ['q\uFFFD', id]]);
+      assert.equal(lease.worker_id, 'w\uFFFD');
+      const logs = '{"chunks":[{"sequence":0,"data":"c\\ud800d \\ud83d\\ude00 \\\\ud800"}]}';
+      assert.equal((await send(base, 'POST', `/api/jobs/${lease.lease_id}/logs`, logs)).status, 200);
+      assert.equal((await api.get(`/api/workflows/${id}/jobs/a/logs`)).body[0].data, 'c\uFFFDd \u{1F600} \\ud800');
+      const done = await send(base, 'POST', `/api/jobs/${lease.lease_id}/complete`, '{"outputs":{"k\\udbff":"v\\ud800"}}');
+      assert.equal(done.status, 200, done.text);
+      const status = await api.status(id);
+      assert.equal(status.name, 'n\uFFFD');
+      assert.deepEqual(status.jobs[0].outputs, { 'k\uFFFD': 'v\uFFFD' });
+    });
+
     test('path traversal and odd encodings in ids: 400, 404 or 409 in the error shape, never a 500', async () => {
       const { lease } = await leased();
       const evil = ['..', '../../etc/passwd', '%2e%2e', '%2e%2e%2f%2e%2e%2fetc%2fpasswd', '..%2F..%2Fetc%2Fpasswd', '%252e%252e%252f',
@@ -333,3 +357,16 @@ for (const store of STORES) {
     });
   });
 }
+
+test('weft worker refuses WORKER_LABELS the server would refuse, naming the limit', () => {
+  const labels = (list: string[]) => loadWorkerConfig({ WORKER_LABELS: list.join(',') }).labels;
+  assert.equal(labels(Array.from({ length: 64 }, (_, i) => `${i}`.padStart(128, 'l'))).length, 64);
+  const refused: Array<[string[], RegExp]> = [
+    [Array.from({ length: 65 }, (_, i) => `l${i}`), /at most 64 labels, got 65/],
+    [['x'.repeat(129)], /at most 128 characters/],
+    [['a\u0007b'], /control characters/],
+  ];
+  for (const [list, message] of refused) {
+    assert.throws(() => labels(list), (err: Error) => err instanceof ConfigError && /^WORKER_LABELS is not valid/.test(err.message) && message.test(err.message));
+  }
+});
