@@ -49,7 +49,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     workerOfflineAfterMs: envNumber(env, 'WORKER_OFFLINE_SECS', 60, { min: 1 }) * 1000,
     sqliteSynchronous: sync,
     logPollMs: envNumber(env, 'LOG_STREAM_POLL_MS', 1000, { min: 10, integer: true }),
-    requestTimeoutMs: envNumber(env, 'REQUEST_TIMEOUT_SECS', 30, { min: 1, max: 3600 }) * 1000,
+    requestTimeoutMs: Math.round(envNumber(env, 'REQUEST_TIMEOUT_SECS', 30, { min: 1, max: 3600 }) * 1000),
     maxStreams: envNumber(env, 'MAX_STREAMS', 1000, { min: 1, max: 1_000_000, integer: true }),
     postgres: {
       max: envNumber(env, 'PG_POOL_MAX', 10, { min: 2, max: 1000, integer: true }),

@@ -48,6 +48,7 @@ describe('REQUEST_TIMEOUT_SECS', () => {
   test('is validated at start', async (t) => {
     assert.equal(loadServerConfig({}).requestTimeoutMs, 30_000);
     assert.equal(loadServerConfig({ REQUEST_TIMEOUT_SECS: '2.5' }).requestTimeoutMs, 2500);
+    assert.equal(loadServerConfig({ REQUEST_TIMEOUT_SECS: '1.0001' }).requestTimeoutMs, 1000);
     assert.equal(loadServerConfig({}).maxStreams, 1000);
     assert.equal(loadServerConfig({ MAX_STREAMS: '20' }).maxStreams, 20);
     for (const [name, value] of [
