@@ -2,6 +2,7 @@
  * One job, read from either definition form. The two forms differ only in key names, so a single
  * reader takes the spelling table and reports issues under the key the user actually wrote.
  */
+import { labelProblem, MAX_LABELS } from '../domain/labels.js';
 import type { JobPresentation, JobSpec } from '../domain/types.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
@@ -9,7 +10,9 @@ import { readSteps } from './steps.js';
 import {
   type At,
   type Plain,
+  checkDepth,
   checkKeys,
+  child,
   describe,
   isAbsent,
   isPlainObject,
@@ -109,7 +112,7 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
 
   const name = isAbsent(raw.name) ? id : readString(raw.name, at('name'), { nonEmpty: true }) ?? id;
   const needs = isAbsent(raw[keys.needs]) ? [] : uniqueInOrder(readStringList(raw[keys.needs], at(keys.needs)));
-  const labels = isAbsent(raw[keys.labels]) ? [] : sortedUnique(readStringList(raw[keys.labels], at(keys.labels)));
+  const labels = isAbsent(raw[keys.labels]) ? [] : readLabels(raw[keys.labels], at(keys.labels));
   const retries = isAbsent(raw[keys.retries]) ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
   const timeout = isAbsent(raw.timeout_secs) ? null : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
 
@@ -129,12 +132,33 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   return spec;
 }
 
+/** The same limits as a worker's labels (README "Limits"), so that every job can fit some worker. */
+function readLabels(value: unknown, at: At): string[] {
+  const items = Array.isArray(value) ? value : [value];
+  if (items.length > MAX_LABELS) {
+    at.issues.add(at.job, at.field, `must have at most ${MAX_LABELS} labels, got ${items.length}`);
+    return [];
+  }
+  // Types, empty labels and NUL are reported here; the label rules below add the rest.
+  const labels = readStringList(value, at);
+  let ok = true;
+  items.forEach((item, i) => {
+    if (typeof item !== 'string' || item.trim() === '' || item.includes('\u0000')) return;
+    const problem = labelProblem(item);
+    if (problem === null) return;
+    ok = false;
+    at.issues.add(at.job, Array.isArray(value) ? child(at, i).field : at.field, problem);
+  });
+  return ok ? sortedUnique(labels) : [];
+}
+
 /**
  * weft never interprets these; it keeps them for the viewer that sent them. Their types are still
  * checked, because that viewer deserializes them strictly and a wrong one would break it on read.
  */
 function readPresentation(raw: Plain, at: (field: string) => At): JobPresentation | undefined {
   if (PRESENTATION_KEYS.every((k) => isAbsent(raw[k]))) return undefined;
+  if (PRESENTATION_KEYS.filter((k) => !checkDepth(raw[k], at(k))).length > 0) return undefined;
   const p: JobPresentation = { metadata: {}, ports: [], children: null, collapsed: false };
   const wrong = (field: string, expected: string) => {
     const where = at(field);

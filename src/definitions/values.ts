@@ -122,11 +122,39 @@ export function readEnv(value: unknown, at: At): Record<string, string> {
       at.issues.add(at.job, where.field, `invalid environment variable name '${name}' (use letters, digits and _, not starting with a digit)`);
       continue;
     }
-    if (typeof raw === 'string') entries.push([name, raw]);
+    if (typeof raw === 'string' && raw.includes('\u0000')) at.issues.add(at.job, where.field, 'must not contain a NUL character (\\u0000)');
+    else if (typeof raw === 'string') entries.push([name, raw]);
     else if (typeof raw === 'number' && Number.isFinite(raw)) entries.push([name, String(raw)]);
     else if (typeof raw === 'boolean') entries.push([name, String(raw)]);
     else at.issues.add(at.job, where.field, `must be a string, number or boolean, got ${describe(raw)}`);
   }
   // fromEntries defines own properties, so a key like `__proto__` cannot reach the prototype.
   return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/**
+ * Free-form values (`on`, and the display fields `metadata`, `ports`, `children`) are kept as given and
+ * later walked recursively (hashing, rendering, serialising), so their nesting is bounded (README "Limits").
+ */
+export const MAX_VALUE_DEPTH = 32;
+
+/** Whether arrays and objects nest deeper than `max` levels; iterative, so any depth is safe to ask about. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth + 1 > max) return true;
+    for (const inner of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof inner === 'object' && inner !== null) stack.push([inner, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** Reports a free-form value nested beyond MAX_VALUE_DEPTH; true when it is within it. */
+export function checkDepth(value: unknown, at: At): boolean {
+  if (!nestsDeeperThan(value, MAX_VALUE_DEPTH)) return true;
+  at.issues.add(at.job, at.field, `nests lists and mappings deeper than ${MAX_VALUE_DEPTH} levels`);
+  return false;
 }

@@ -7,7 +7,7 @@ import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
-import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
+import { type Plain, checkDepth, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
 
 // The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
 // normalisation, so such a workflow or job could never be addressed in a path.
@@ -84,9 +84,12 @@ function readTriggerString(value: unknown, issues: Issues): string | null {
 /** `on:` is display text only, so any YAML shape is kept, flattened to one line. */
 function readOn(value: unknown, issues: Issues): string | null {
   if (isAbsent(value)) return null;
-  if (typeof value === 'string') return value.trim() === '' ? null : value;
+  const at = { issues, job: null, field: 'on' };
+  if (typeof value === 'string') return value.trim() === '' ? null : readString(value, at) ?? null;
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
+    if (!checkDepth(value, at)) return null;
     const text = renderCompact(value, true);
+    if (text.includes('\u0000')) return readString(text, at) ?? null;
     return text === '' ? null : text;
   }
   issues.add(null, 'on', `must be a string, a list or a mapping, got ${describe(value)}`);

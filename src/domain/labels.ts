@@ -24,3 +24,21 @@ export function isSubset(required: readonly string[], offered: ReadonlySet<strin
 export function labelsOfKey(key: string): string[] {
   return key === '' ? [] : (JSON.parse(key) as string[]);
 }
+
+/**
+ * Limits on one label set, the same for a job's required labels and a worker's offered ones
+ * (README "Limits"): a claim's cost grows with the worker's label count, and no real fleet needs more.
+ */
+export const MAX_LABELS = 64;
+export const MAX_LABEL_LENGTH = 128;
+
+/** C0 controls and DEL: invisible in every listing, and NUL cannot be stored as PostgreSQL text. */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+/** Why one label is unusable, or null when it is fine. */
+export function labelProblem(label: string): string | null {
+  if (label.length === 0) return 'must not be empty';
+  if (label.length > MAX_LABEL_LENGTH) return `must be at most ${MAX_LABEL_LENGTH} characters, got ${label.length}`;
+  if (CONTROL_CHARACTERS.test(label)) return 'must not contain control characters (U+0000 to U+001F, U+007F)';
+  return null;
+}

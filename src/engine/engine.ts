@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
-import { storableText } from '../domain/text.js';
+import { storableOutputs, storableText } from '../domain/text.js';
 import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
 import { WeftError } from '../protocol/errors.js';
 import type {
@@ -317,7 +317,7 @@ export class Engine {
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
   async complete(leaseId: string, outputs: Outputs): Promise<Omit<CompleteResponse, 'ok'>> {
-    const outcome = await this.store.complete(leaseId, outputs, this.now());
+    const outcome = await this.store.complete(leaseId, storableOutputs(outputs), this.now());
     switch (outcome.kind) {
       case 'completed':
         this.announce(outcome.changes);

@@ -18,9 +18,12 @@ import { LiveEvents } from '../engine/live-events.js';
 import { registerOpenApi } from './openapi.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { appMetrics } from './metrics.js';
-import { WeftError, type ErrorBody } from '../protocol/errors.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
+import type { ErrorBody } from '../protocol/errors.js';
+import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
+import { parseJsonBody } from './json-body.js';
+import { DEFAULT_MAX_STREAMS, StreamSlots } from './stream-slots.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -34,6 +37,10 @@ export interface AppOptions {
   tokens?: readonly TokenEntry[];
   /** Sees every route as it is added (the API reference test checks each one is documented). */
   onRoute?: (route: RouteOptions) => void;
+  /** REQUEST_TIMEOUT_SECS in ms: how long a request may take to arrive whole. */
+  requestTimeoutMs?: number;
+  /** MAX_STREAMS: open event streams at once. */
+  maxStreams?: number;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -44,6 +51,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: opts.logger as FastifyBaseLogger,
     bodyLimit: opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    ...requestTimeoutOptions(opts.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
+    clientErrorHandler: clientErrorHandler(opts.logger),
     // A caller's x-request-id is kept (bounded), else one is made; it is in every log line of the request.
     requestIdHeader: false,
     genReqId: (req) => {
@@ -65,17 +74,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerAuth(app, new TokenTable(opts.tokens ?? []));
 
-  // Several worker libraries send `Content-Type: application/json` with an empty body on heartbeat,
-  // run and cancel; treat that as "no body" instead of a parse error.
   // JSON is the only body type; Fastify's built-in text/plain parser would let a string through.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
     try {
-      done(null, JSON.parse(text));
+      done(null, parseJsonBody(body as Buffer));
     } catch (err) {
-      done(new WeftError('invalid_json', `request body is not valid JSON: ${(err as Error).message}`), undefined);
+      done(err as Error, undefined);
     }
   });
 
@@ -149,7 +154,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
-  logRoutes(app, opts.engine, { pollMs: opts.logPollMs, streams: metrics.streams('logs') });
-  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs), metrics.streams('events'));
+  const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
+  logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
+  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs), slots, metrics.streams('events'));
   return app;
 }

@@ -1,20 +1,36 @@
+import { MAX_LABEL_LENGTH, MAX_LABELS } from '../domain/labels.js';
 import { MAX_LEASE_TTL_SECS } from '../domain/lease.js';
 
 /** JSON schemas shared by the route modules. Bodies reject unknown fields (see validation.ts). */
 
-export const idParam = { type: 'string', minLength: 1, maxLength: 256 } as const;
+/**
+ * No control characters in ids and labels: NUL cannot be stored as PostgreSQL text, and the others
+ * are invisible wherever the value is shown. validation.ts words this pattern's failure.
+ */
+export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001f\\u007f]*$';
+
+export const idParam = { type: 'string', minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS } as const;
 
 export const labelsSchema = {
   type: 'array',
-  items: { type: 'string', minLength: 1, maxLength: 256 },
-  maxItems: 256,
+  items: { type: 'string', minLength: 1, maxLength: MAX_LABEL_LENGTH, pattern: NO_CONTROL_CHARACTERS },
+  maxItems: MAX_LABELS,
 } as const;
 
-// No NUL: it cannot be stored as text in PostgreSQL, and no real worker id needs one.
-export const workerIdSchema = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' } as const;
+export const workerIdSchema = { type: 'string', minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS } as const;
 
-export const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
-
+/**
+ * A job's outputs (README "Limits"). Each becomes an environment variable of the jobs downstream,
+ * so the count is bounded; the values' total size is bounded by the body limit alone.
+ */
+export const MAX_OUTPUTS = 1000;
+export const MAX_OUTPUT_KEY_LENGTH = 256;
+export const outputsSchema = {
+  type: 'object',
+  maxProperties: MAX_OUTPUTS,
+  propertyNames: { maxLength: MAX_OUTPUT_KEY_LENGTH },
+  additionalProperties: { type: 'string' },
+} as const;
 
 export const leaseTtlSchema = { type: 'integer', minimum: 1, maximum: MAX_LEASE_TTL_SECS } as const;
 

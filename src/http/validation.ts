@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
+import { NO_CONTROL_CHARACTERS } from './schemas.js';
 
 /**
  * Bodies are validated strictly: a wrong type is an error, never coerced ("30" is not 30), and an
@@ -15,9 +16,17 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
 
 /** One readable sentence per problem, e.g. `body.lease_ttl_secs must be integer`. */
 export function describeValidationErrors(part: string, errors: ErrorObject[]): string {
-  const parts = errors.map((e) => {
+  const parts = errors.flatMap((e) => {
     const where = `${part}${e.instancePath.replace(/\//g, '.')}`;
+    // A bad key is reported by the key's own rule (with the key); ajv's summary adds nothing.
+    if (e.keyword === 'propertyNames') return [];
+    if (e.propertyName !== undefined) return [`${where} has a key ${quote(e.propertyName)} that ${e.message ?? 'is invalid'}`];
     switch (e.keyword) {
+      case 'pattern':
+        if ((e.params as { pattern: string }).pattern === NO_CONTROL_CHARACTERS) {
+          return `${where} must not contain control characters (U+0000 to U+001F, U+007F)`;
+        }
+        return `${where} ${e.message ?? 'is invalid'}`;
       case 'additionalProperties':
         return `${where} has unknown field "${(e.params as { additionalProperty: string }).additionalProperty}"`;
       case 'required':
@@ -29,4 +38,9 @@ export function describeValidationErrors(part: string, errors: ErrorObject[]): s
     }
   });
   return [...new Set(parts)].join('; ');
+}
+
+/** A caller's value in a message, cut short: it may be as large as the body. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
 }

@@ -33,11 +33,14 @@ export const ERROR_CODES = {
   job_cancelled: { status: 409, meaning: "the lease's job was cancelled; stop working on it" },
   lease_released: { status: 409, meaning: 'the lease was handed back unused (its claim was never delivered)' },
   // Transport limits.
+  request_timeout: { status: 408, meaning: 'the request did not arrive whole within REQUEST_TIMEOUT_SECS' },
   payload_too_large: { status: 413, meaning: 'the body is larger than the server accepts' },
   unsupported_media_type: { status: 415, meaning: 'the body is not application/json' },
+  headers_too_large: { status: 431, meaning: 'the request headers are larger than the server accepts' },
   internal: { status: 500, meaning: 'a server fault; the server log has the details' },
   // 503: nothing is wrong with the request; the same request may succeed shortly.
   store_unavailable: { status: 503, meaning: 'the database cannot be reached or did not answer in time; retry with backoff' },
+  too_many_streams: { status: 503, meaning: 'the server holds MAX_STREAMS open streams already; retry after Retry-After' },
 } as const satisfies Record<string, { status: number; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

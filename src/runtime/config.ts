@@ -24,6 +24,9 @@ export interface ServerConfig {
   logPollMs: number;
   /** RETAIN_RUNS and RETAIN_DAYS (README "Retention"); null: unlimited. */
   retention: { retainRuns: number | null; retainDays: number | null };
+  /** REQUEST_TIMEOUT_SECS in ms and MAX_STREAMS (README "Limits"). */
+  requestTimeoutMs: number;
+  maxStreams: number;
   /** PostgreSQL pool and timeouts (PG_POOL_MAX, PG_STATEMENT_TIMEOUT_MS, PG_CONNECT_TIMEOUT_MS); unused on SQLite. */
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
   /** Accepted tokens (WEFT_TOKENS_FILE, WEFT_*_TOKEN); none: authentication off. */
@@ -56,6 +59,8 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
       retainRuns: unlessUnset(env, 'RETAIN_RUNS', () => envNumber(env, 'RETAIN_RUNS', 0, { min: 1, integer: true })),
       retainDays: unlessUnset(env, 'RETAIN_DAYS', () => envNumber(env, 'RETAIN_DAYS', 0, { min: 0, exclusiveMin: true })),
     },
+    requestTimeoutMs: Math.round(envNumber(env, 'REQUEST_TIMEOUT_SECS', 30, { min: 1, max: 3600 }) * 1000),
+    maxStreams: envNumber(env, 'MAX_STREAMS', 1000, { min: 1, max: 1_000_000, integer: true }),
     postgres: {
       max: envNumber(env, 'PG_POOL_MAX', 10, { min: 2, max: 1000, integer: true }),
       statementTimeoutMs: envNumber(env, 'PG_STATEMENT_TIMEOUT_MS', 30_000, { min: 0, integer: true }),

@@ -45,6 +45,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       bodyLimitBytes: config.bodyLimitBytes,
       logPollMs: config.logPollMs,
       tokens: config.tokens,
+      requestTimeoutMs: config.requestTimeoutMs,
+      maxStreams: config.maxStreams,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
     if (config.port !== 0 && port !== config.port) {

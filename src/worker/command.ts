@@ -4,6 +4,7 @@ import { createLogger } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
 import { defaultWorkerId } from './helpers.js';
 import { Worker } from './worker.js';
+import { labelProblem, MAX_LABELS } from '../domain/labels.js';
 
 /** Settings of `weft worker`, from the environment (README "The worker: `weft worker`"). */
 export interface WorkerConfig {
@@ -45,9 +46,11 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
         .filter((l) => l !== ''),
     ),
   ];
-  if (labels.length > 256) throw new ConfigError(`WORKER_LABELS is not valid: at most 256 labels, got ${labels.length}`);
-  const longLabel = labels.find((l) => l.length > 256);
-  if (longLabel) throw new ConfigError(`WORKER_LABELS is not valid: label "${longLabel.slice(0, 40)}…" is longer than 256 characters`);
+  if (labels.length > MAX_LABELS) throw new ConfigError(`WORKER_LABELS is not valid: at most ${MAX_LABELS} labels, got ${labels.length}`);
+  for (const label of labels) {
+    const problem = labelProblem(label);
+    if (problem !== null) throw new ConfigError(`WORKER_LABELS is not valid: label ${JSON.stringify(label.slice(0, 40))} ${problem}`);
+  }
 
   const rawId = env.WORKER_ID;
   let workerId: string;

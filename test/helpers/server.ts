@@ -43,6 +43,8 @@ export async function startInProcess(
     claimSweepMs?: number;
     tokens?: TokenEntry[];
     onRoute?: AppOptions['onRoute'];
+    requestTimeoutMs?: number;
+    maxStreams?: number;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
@@ -58,6 +60,8 @@ export async function startInProcess(
     logPollMs: opts.logPollMs ?? 200,
     tokens: opts.tokens,
     onRoute: opts.onRoute,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    maxStreams: opts.maxStreams,
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
@@ -179,6 +183,8 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       WEFT_WORKER_TOKEN: undefined,
       WEFT_READ_TOKEN: undefined,
       WEFT_TOKEN: undefined,
+      REQUEST_TIMEOUT_SECS: undefined,
+      MAX_STREAMS: undefined,
     },
   };
 }

@@ -4,7 +4,7 @@ import { WeftError, type ErrorBody } from '../../protocol/errors.js';
 import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
 import { claimBatchAnswer, heartbeatBatchAnswer, reportBatchAnswer } from '../response-schemas.js';
-import { claimBodyProperties, stringMap } from '../schemas.js';
+import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';
 
 /** How many jobs, reports or leases one batch may carry. */
 export const MAX_BATCH = 1000;
@@ -16,7 +16,7 @@ const claimSchema = {
   properties: { ...claimBodyProperties, max_jobs: { type: 'integer', minimum: 1, maximum: MAX_BATCH } },
 } as const;
 
-const leaseId = { type: 'string', minLength: 1, maxLength: 256 } as const;
+const leaseId = idParam;
 
 /**
  * The batched worker paths (docs/api.md "Batches"): additive to the interface's one-job calls, for
@@ -47,7 +47,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
                 properties: {
                   lease_id: leaseId,
                   outcome: { type: 'string', enum: ['complete', 'fail'] },
-                  outputs: stringMap,
+                  outputs: outputsSchema,
                   error: { type: 'string' },
                   retryable: { type: 'boolean' },
                 },

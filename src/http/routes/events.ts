@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { LiveEvents, LiveFrame } from '../../engine/live-events.js';
 import type { StreamCounter } from '../metrics.js';
+import type { StreamSlots } from '../stream-slots.js';
 import { idParam } from '../schemas.js';
 
 /**
  * Live events for dashboards (docs/api.md "Live events"): `job` and `run` events of one workflow, and
  * `workflow` events (list items) of all of them, as server-sent events with resumable ids.
  */
-export function eventRoutes(app: FastifyInstance, live: LiveEvents, streams?: StreamCounter): void {
+export function eventRoutes(app: FastifyInstance, live: LiveEvents, slots: StreamSlots, streams?: StreamCounter): void {
   // A stream lasts until its client leaves; a graceful shutdown ends the open ones itself.
   const open = new Set<AbortController>();
   app.addHook('preClose', async () => {
@@ -16,14 +17,23 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents, streams?: St
   app.addHook('onClose', async () => live.close());
 
   const stream = async (workflowId: string | null, lastEventId: string | string[] | undefined, reply: import('fastify').FastifyReply) => {
+    // Taken before anything is read, so that a flood of streams costs no reads (README "Limits").
+    const slot = slots.take(reply);
+    if (slot === null) return reply;
     const abort = new AbortController();
-    // An unknown workflow or a malformed Last-Event-ID is a JSON error before any stream byte.
-    const frames = await live.subscribe(workflowId, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId, abort.signal);
+    let frames: AsyncGenerator<LiveFrame>;
+    try {
+      // An unknown workflow or a malformed Last-Event-ID is a JSON error before any stream byte.
+      frames = await live.subscribe(workflowId, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId, abort.signal);
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
     open.add(abort);
     streams?.opened();
     reply.raw.on('close', () => abort.abort());
     async function* sse() {
-      for await (const f of frames as AsyncGenerator<LiveFrame>) {
+      for await (const f of frames) {
         if (f.type === 'resync') yield { event: 'resync', data: {} };
         else yield { event: f.type, id: live.eventId(f.seq), data: f.data };
       }
@@ -37,6 +47,7 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents, streams?: St
       abort.abort();
       open.delete(abort);
       streams?.closed();
+      slot.release();
     }
   };
 

@@ -3,7 +3,7 @@ import type { Engine } from '../../engine/engine.js';
 import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
 import { claimResult, completeAnswer, failAnswer, heartbeatAnswer, pushLogsAnswer } from '../response-schemas.js';
-import { claimBodyProperties, idParam, stringMap } from '../schemas.js';
+import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
 
@@ -48,7 +48,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     {
       schema: {
         params: leaseParams,
-        body: { type: ['object', 'null'], additionalProperties: false, properties: { outputs: stringMap } },
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { outputs: outputsSchema } },
         response: { 200: completeAnswer },
       },
     },

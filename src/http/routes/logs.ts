@@ -3,6 +3,7 @@ import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
 import { idParam } from '../schemas.js';
+import type { StreamSlots } from '../stream-slots.js';
 
 const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
 
@@ -11,6 +12,8 @@ export interface LogRouteOptions {
   pollMs?: number;
   /** Hears each live stream open and end (README "Metrics"). */
   streams?: { opened(): void; closed(): void };
+  /** The server's stream slots; every stream holds one while it is open. */
+  slots: StreamSlots;
 }
 
 /**
@@ -25,7 +28,7 @@ function endStreamsOnClose(app: FastifyInstance): Set<AbortController> {
   return open;
 }
 
-export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions = {}): void {
+export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions): void {
   const openStreams = endStreamsOnClose(app);
   app.get<{ Params: { wf_id: string; job_id: string }; Querystring: { run?: number; attempt?: number } }>(
     '/api/workflows/:wf_id/jobs/:job_id/logs',
@@ -61,8 +64,16 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         }
         afterSequence = n;
       }
-      // Unknown workflow or job: a JSON 404 before any stream byte is written.
-      await engine.readStore((ops) => engine.logTarget(ops, req.params.wf_id, req.params.job_id));
+      // Taken before the store is asked anything, so that a flood of streams costs no reads.
+      const slot = opts.slots.take(reply);
+      if (slot === null) return reply;
+      try {
+        // Unknown workflow or job: a JSON 404 before any stream byte is written.
+        await engine.readStore((ops) => engine.logTarget(ops, req.params.wf_id, req.params.job_id));
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
       const abort = new AbortController();
       openStreams.add(abort);
       reply.raw.on('close', () => abort.abort());
@@ -88,6 +99,7 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         abort.abort();
         openStreams.delete(abort);
         opts.streams?.closed();
+        slot.release();
       }
     },
   );
