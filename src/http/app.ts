@@ -137,5 +137,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
+  await (await import('./routes/dashboard.js')).dashboardRoutes(app);
   return app;
 }
