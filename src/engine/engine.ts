@@ -15,6 +15,7 @@ import type {
   IncomingLogChunk,
   LeaseView,
   LogChunkView,
+  RunSummary,
   StatusDocument,
   WorkerView,
 } from '../protocol/types.js';
@@ -27,7 +28,7 @@ import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { planRun } from './run-plan.js';
-import { claimResult, leaseView, logChunkView, statusDocument, workerViews } from './views.js';
+import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -103,6 +104,7 @@ export class Engine {
     if ((await this.store.createWorkflow(rec)) === 'exists') {
       throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
     }
+    this.events.emit('workflow', def.id);
     return statusDocument(rec, null, null);
   }
 
@@ -116,6 +118,7 @@ export class Engine {
     source: 'file' | 'api',
   ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; status: StatusDocument }> {
     const outcome = await this.store.saveWorkflow(this.newWorkflowRecord(def, hash, source));
+    if (outcome !== 'unchanged') this.events.emit('workflow', def.id);
     return { outcome, status: await this.status(def.id) };
   }
 
@@ -141,6 +144,25 @@ export class Engine {
 
   async status(id: string): Promise<StatusDocument> {
     return this.store.read((r) => this.statusIn(r, id));
+  }
+
+  /** A page of the workflow's runs, newest first, each with its jobs counted by state (run history). */
+  async runs(id: string, q: { limit: number; offset: number }): Promise<RunSummary[]> {
+    return this.store.read(async (r) => {
+      await this.requireWorkflow(r, id);
+      const runs = await r.listRuns(id, q.limit, q.offset);
+      return runSummaries(runs, await r.jobCountsOfRuns(runs));
+    });
+  }
+
+  /** The status document of one run, as it stands (the latest run's is `status`). */
+  async runStatus(id: string, runNumber: number): Promise<StatusDocument> {
+    return this.store.read(async (r) => {
+      const wf = await this.requireWorkflow(r, id);
+      const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(id, runNumber) : null;
+      if (!run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
+      return statusDocument(wf, run, await r.getRunJobs(id, runNumber));
+    });
   }
 
   // ---------------------------------------------------------------- runs

@@ -8,6 +8,8 @@ export interface EngineEvents {
   logs: [JobChange];
   /** Changes may have been missed (events from other servers were cut off): look again at everything. */
   resync: [];
+  /** A workflow's definition was created or changed (its jobs' changes come as `job`). */
+  workflow: [string];
 }
 
 export interface ClaimRequest {

@@ -1,8 +1,8 @@
 import { backoffToWire } from '../domain/backoff.js';
-import type { JobPresentation, JobSpec } from '../domain/types.js';
+import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
-import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, StatusDocument, WorkerView } from '../protocol/types.js';
-import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
+import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
+import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 
 /**
  * The documents the API returns, built from store records in the shapes of src/protocol/types.ts:
@@ -38,6 +38,23 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
     created_at: iso(wf.created_at_ms)!,
     updated_at: iso(wf.updated_at_ms)!,
   };
+}
+
+/** Run history items: each run with its jobs counted by state (counts from one grouped query). */
+export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJobCount[]): RunSummary[] {
+  const byRun = new Map<number, Partial<Record<JobState, number>>>();
+  for (const c of counts) {
+    const tally = byRun.get(c.run_number) ?? {};
+    tally[c.status] = c.count;
+    byRun.set(c.run_number, tally);
+  }
+  return runs.map((run) => ({
+    run_number: run.run_number,
+    status: run.status,
+    created_at_ms: run.created_at_ms,
+    finished_at_ms: run.finished_at_ms,
+    job_counts: byRun.get(run.run_number) ?? {},
+  }));
 }
 
 /** Only array-form definitions carry presentation; most workflows skip the map entirely. */

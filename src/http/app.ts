@@ -12,6 +12,9 @@ import { workerRoutes } from './routes/workers.js';
 import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
+import { runRoutes } from './routes/runs.js';
+import { eventRoutes } from './routes/events.js';
+import { LiveEvents } from '../engine/live-events.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
@@ -133,10 +136,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     };
   });
   workflowRoutes(app, opts.engine);
+  runRoutes(app, opts.engine);
   workerRoutes(app, opts.engine);
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs });
+  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs));
   await (await import('./routes/dashboard.js')).dashboardRoutes(app);
   return app;
 }

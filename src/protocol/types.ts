@@ -211,6 +211,16 @@ export interface StatusDocument {
   updated_at: string;
 }
 
+/** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
+export interface RunSummary {
+  run_number: number;
+  status: WorkflowState;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  /** Jobs of the run in each state; states no job is in are left out. */
+  job_counts: Partial<Record<JobState, number>>;
+}
+
 export interface CancelResponse extends StatusDocument {
   cancelled_jobs: string[];
 }

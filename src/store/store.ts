@@ -37,6 +37,11 @@ export interface RunRecord {
   finished_at_ms: number | null;
 }
 
+export interface RunJobCount extends RunKey {
+  status: JobState;
+  count: number;
+}
+
 export interface JobRecord {
   /** Surrogate key, also the stable tie-break of the claim order. */
   row_id: number;
@@ -166,6 +171,10 @@ export interface StoreReads {
   getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
   /** The jobs of many runs in one query, each run's in row order. */
   getJobsOfRuns(keys: readonly RunKey[]): Promise<JobRecord[]>;
+  /** A page of a workflow's runs, newest first (run history). */
+  listRuns(workflowId: string, limit: number, offset: number): Promise<RunRecord[]>;
+  /** How many jobs of each run are in each state, in one grouped query for all the runs. */
+  jobCountsOfRuns(keys: readonly RunKey[]): Promise<RunJobCount[]>;
   getJob(workflowId: string, runNumber: number, jobId: string): Promise<JobRecord | null>;
   getLease(leaseId: string): Promise<LeaseRecord | null>;
   /** Active leases (a worker's view shows what it holds). */

@@ -57,6 +57,32 @@ export function runCases(withStore: Case): void {
     assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'failed' }), []);
   });
 
+  withStore('listRuns pages a workflow\'s runs newest first; jobCountsOfRuns counts each run\'s jobs by state', async (store) => {
+    await start(store, 'h', 1000, { x: {}, y: { needs: ['x'] } });
+    const first = await claimOne(store, 1100, 'x');
+    await complete(store, first.lease.lease_id, {}, 1200);
+    await complete(store, (await claimOne(store, 1300, 'y')).lease.lease_id, {}, 1400);
+    await store.startRun({ workflow_id: 'h', expected_hash: HASH, jobs: buildJobs('h', 2000, { x: {}, y: { needs: ['x'] } }), label_sets: [], now_ms: 2000 });
+    await start(store, 'other', 3000, { z: {} });
+    const runs = await read(store, (r) => r.listRuns('h', 10, 0));
+    assert.deepEqual(
+      runs.map((r) => [r.run_number, r.status, r.created_at_ms]),
+      [
+        [2, 'running', 2000],
+        [1, 'success', 1000],
+      ],
+    );
+    assert.deepEqual(
+      (await read(store, (r) => r.listRuns('h', 1, 1))).map((r) => r.run_number),
+      [1],
+    );
+    assert.deepEqual(await read(store, (r) => r.listRuns('none', 10, 0)), []);
+    const counts = await read(store, (r) => r.jobCountsOfRuns([...runs, { workflow_id: 'other', run_number: 1 }, { workflow_id: 'h', run_number: 9 }]));
+    const key = (c: { workflow_id: string; run_number: number; status: string; count: number }) => `${c.workflow_id}/${c.run_number}/${c.status}=${c.count}`;
+    assert.deepEqual(counts.map(key).sort(), ['h/1/success=2', 'h/2/pending=1', 'h/2/queued=1', 'other/1/queued=1']);
+    assert.deepEqual(await read(store, (r) => r.jobCountsOfRuns([])), []);
+  });
+
   withStore('startRun refuses an unknown workflow and a stale hash, changing nothing', async (store) => {
     const jobs = buildJobs('w', 1000, { a: {} });
     const req = { workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 1000 };

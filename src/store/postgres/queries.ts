@@ -62,6 +62,13 @@ export const QUERIES = {
   getJobsOfRuns: `SELECT j.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
     JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number
     ORDER BY j.row_id`,
+  /** Newest first, through the primary key. $1 workflow id, $2 limit, $3 offset. */
+  listRuns: `SELECT * FROM runs WHERE workflow_id = $1 ORDER BY run_number DESC LIMIT $2::int OFFSET $3::int`,
+  /** Counted off the covering index jobs_run_status. $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
+  jobCountsOfRuns: `SELECT j.workflow_id, j.run_number, j.status, count(*)::int AS count
+    FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
+    JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number
+    GROUP BY j.workflow_id, j.run_number, j.status`,
   /** $1 workflow id, $2 run number, $3 job id. */
   getJob: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3`,
   /** $1 row id. */

@@ -1,3 +1,4 @@
+import type { JobState } from '../../domain/types.js';
 import type { ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { QUERIES } from './queries.js';
@@ -23,6 +24,16 @@ export function makeReads(q: Exec): StoreReads {
     getRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getRuns, runKeys(keys))).map(toRun)),
     getRunJobs: async (workflowId, runNumber) => (await q(QUERIES.getRunJobs, [workflowId, runNumber])).map(toJob),
     getJobsOfRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getJobsOfRuns, runKeys(keys))).map(toJob)),
+    listRuns: async (workflowId, limit, offset) => (await q(QUERIES.listRuns, [workflowId, limit, offset])).map(toRun),
+    jobCountsOfRuns: async (keys) =>
+      keys.length === 0
+        ? []
+        : (await q(QUERIES.jobCountsOfRuns, runKeys(keys))).map((r) => ({
+            workflow_id: r.workflow_id as string,
+            run_number: r.run_number as number,
+            status: r.status as JobState,
+            count: r.count as number,
+          })),
     getJob: async (workflowId, runNumber, jobId) => {
       const [row] = await q(QUERIES.getJob, [workflowId, runNumber, jobId]);
       return row ? toJob(row) : null;

@@ -65,6 +65,12 @@ export const QUERIES = {
   getJobsOfRuns: `SELECT j.* FROM json_each(?) k
     JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
     ORDER BY j.row_id`,
+  /** Newest first, through the primary key. ? workflow_id, ? limit, ? offset */
+  listRuns: `SELECT * FROM runs WHERE workflow_id = ? ORDER BY run_number DESC LIMIT ? OFFSET ?`,
+  /** Counted off the covering index jobs_run_status. ? JSON array of [workflow_id, run_number] pairs */
+  jobCountsOfRuns: `SELECT j.workflow_id, j.run_number, j.status, count(*) AS count FROM json_each(?) k
+    JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
+    GROUP BY j.workflow_id, j.run_number, j.status`,
   /** ? workflow_id, ? run_number, ? job_id */
   getJob: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
   /** ? row_id */

@@ -1,4 +1,4 @@
-import type { RunKey, StoreReads } from '../store.js';
+import type { RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 
@@ -29,6 +29,9 @@ export function makeReads(c: Conn): StoreReads {
     getRunJobs: async (workflowId, runNumber) => (c.q('getRunJobs').all(workflowId, runNumber) as Row[]).map(toJob),
     getJobsOfRuns: async (keys) =>
       keys.length === 0 ? [] : (c.q('getJobsOfRuns').all(runKeys(keys)) as Row[]).map(toJob),
+    listRuns: async (workflowId, limit, offset) => (c.q('listRuns').all(workflowId, limit, offset) as Row[]).map(toRun),
+    jobCountsOfRuns: async (keys) =>
+      keys.length === 0 ? [] : (c.q('jobCountsOfRuns').all(runKeys(keys)) as RunJobCount[]),
     getJob: async (workflowId, runNumber, jobId) => {
       const row = c.q('getJob').get(workflowId, runNumber, jobId) as Row | undefined;
       return row ? toJob(row) : null;

@@ -1,0 +1,278 @@
+import type { Logger } from 'pino';
+import { WeftError } from '../protocol/errors.js';
+import type { WorkflowState } from '../domain/types.js';
+import type { JobView, StatusDocument } from '../protocol/types.js';
+import type { Engine } from './engine.js';
+
+/**
+ * Live events for dashboards (docs/api.md "Live events"): what changed in a workflow, as job and run
+ * events, and every changed workflow as a list item. The engine already announces each durable job
+ * change (from this server and, through peers.ts, from the others); this turns those announcements
+ * into documents. Changes are gathered for FLUSH_MS, then each changed workflow is read once and
+ * compared with the last document sent, so a burst of a thousand completions costs one read per
+ * workflow, and nothing is read while nobody listens.
+ *
+ * Events carry ids `<boot>.<seq>` and the last REPLAY_MS of them are kept: a client that reconnects
+ * with Last-Event-ID gets what it missed, or a `resync` (refetch everything) when that is no longer
+ * possible: the id is from another server process, too old, or from before this server watched
+ * that workflow.
+ */
+
+export type LiveEvent =
+  | { seq: number; workflow_id: string; type: 'job'; data: JobView & { run_number: number } }
+  | { seq: number; workflow_id: string; type: 'run'; data: { run_number: number; status: WorkflowState } }
+  | { seq: number; workflow_id: string; type: 'workflow'; data: StatusDocument };
+
+export type LiveFrame = { type: 'resync' } | LiveEvent;
+
+const FLUSH_MS = 25;
+const REPLAY_MS = 5 * 60_000;
+const MAX_KEPT = 20_000;
+/** How long a workflow stays watched after its last listener left, so a reconnect can resume. */
+const LINGER_MS = 60_000;
+
+interface Listener {
+  workflowId: string | null;
+  push(frame: LiveFrame): void;
+}
+
+interface Watch {
+  listeners: number;
+  /** Events of this workflow are complete from this seq on. */
+  since: number;
+  /** The document last compared against; null once the workflow is gone. */
+  doc: StatusDocument | null;
+  lingerUntil: number;
+}
+
+export class LiveEvents {
+  /** Distinguishes this process's ids from another's (a restart, another server behind the balancer). */
+  readonly boot = Date.now().toString(36);
+  private seq = 0;
+  private readonly kept: Array<LiveEvent & { at: number }> = [];
+  private readonly listeners = new Set<Listener>();
+  private readonly watches = new Map<string, Watch>();
+  private globalListeners = 0;
+  private globalSince = Infinity;
+  private globalLingerUntil = 0;
+  private readonly dirty = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  private readonly poller: NodeJS.Timeout | null;
+  private closed = false;
+  private readonly onJob = (c: { workflow_id: string }) => this.touch(c.workflow_id);
+  private readonly onWorkflow = (id: string) => this.touch(id);
+  private readonly onResync = () => this.resync();
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly log: Logger,
+    /** Also look at watched workflows this often, for changes made by processes that cannot announce them. */
+    pollMs = 1000,
+    private readonly now: () => number = Date.now,
+  ) {
+    engine.events.on('job', this.onJob);
+    engine.events.on('workflow', this.onWorkflow);
+    engine.events.on('resync', this.onResync);
+    this.poller = setInterval(() => {
+      for (const id of this.watches.keys()) this.touch(id);
+    }, pollMs);
+    this.poller.unref();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.engine.events.off('job', this.onJob);
+    this.engine.events.off('workflow', this.onWorkflow);
+    this.engine.events.off('resync', this.onResync);
+    if (this.poller) clearInterval(this.poller);
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** The id a client sends back as Last-Event-ID. */
+  eventId(seq: number): string {
+    return `${this.boot}.${seq}`;
+  }
+
+  /**
+   * Events of one workflow (`workflowId`) or of every workflow (null), after `lastEventId` when a
+   * client resumes. Rejects with 404 before anything is streamed when the workflow does not exist.
+   */
+  async subscribe(workflowId: string | null, lastEventId: string | undefined, signal: AbortSignal): Promise<AsyncGenerator<LiveFrame>> {
+    const queue: LiveFrame[] = [];
+    let wake: (() => void) | null = null;
+    const listener: Listener = {
+      workflowId,
+      push: (frame) => {
+        queue.push(frame);
+        wake?.();
+      },
+    };
+    // Listening first: nothing that happens while the first document is read is lost.
+    this.listeners.add(listener);
+    try {
+      if (workflowId === null) this.watchAll();
+      else await this.watch(workflowId);
+    } catch (err) {
+      this.listeners.delete(listener);
+      throw err;
+    }
+    queue.unshift(...this.replay(workflowId, lastEventId));
+    const done = () => {
+      this.listeners.delete(listener);
+      if (workflowId === null) this.unwatchAll();
+      else this.unwatch(workflowId);
+      wake?.();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    async function* frames(): AsyncGenerator<LiveFrame> {
+      try {
+        while (!signal.aborted) {
+          const next = queue.shift();
+          if (next) {
+            yield next;
+            continue;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+        }
+      } finally {
+        if (!signal.aborted) done();
+      }
+    }
+    return frames();
+  }
+
+  // ------------------------------------------------------------------------------ watching
+
+  private async watch(id: string): Promise<void> {
+    const w = this.watches.get(id);
+    if (w) {
+      w.listeners++;
+      return;
+    }
+    const doc = await this.engine.status(id); // 404 for an unknown workflow
+    const again = this.watches.get(id);
+    if (again) {
+      again.listeners++;
+      return;
+    }
+    this.watches.set(id, { listeners: 1, since: this.seq, doc, lingerUntil: 0 });
+  }
+
+  private unwatch(id: string): void {
+    const w = this.watches.get(id);
+    if (!w) return;
+    w.listeners--;
+    if (w.listeners === 0) w.lingerUntil = this.now() + LINGER_MS;
+  }
+
+  private watchAll(): void {
+    if (this.globalListeners === 0 && this.globalLingerUntil < this.now()) this.globalSince = this.seq;
+    this.globalListeners++;
+  }
+
+  private unwatchAll(): void {
+    this.globalListeners--;
+    if (this.globalListeners === 0) this.globalLingerUntil = this.now() + LINGER_MS;
+  }
+
+  private get watchingAll(): boolean {
+    return this.globalListeners > 0 || this.globalLingerUntil >= this.now();
+  }
+
+  // ------------------------------------------------------------------------------ changes
+
+  private touch(id: string): void {
+    if (this.closed) return;
+    if (!this.watches.has(id) && !this.watchingAll) return;
+    this.dirty.add(id);
+    if (!this.timer && !this.flushing) this.timer = setTimeout(() => this.startFlush(), FLUSH_MS);
+  }
+
+  private resync(): void {
+    // Per-workflow listeners are brought up to date by comparing documents; the list cannot know
+    // which workflows changed, so its listeners refetch.
+    for (const id of this.watches.keys()) this.touch(id);
+    for (const l of this.listeners) if (l.workflowId === null) l.push({ type: 'resync' });
+  }
+
+  private startFlush(): void {
+    this.timer = null;
+    this.flushing = this.flush()
+      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'live events: a look at changed workflows failed'))
+      .finally(() => {
+        this.flushing = null;
+        if (this.dirty.size > 0 && !this.closed) this.timer = setTimeout(() => this.startFlush(), FLUSH_MS);
+      });
+  }
+
+  private async flush(): Promise<void> {
+    const now = this.now();
+    for (const [id, w] of this.watches) if (w.listeners === 0 && w.lingerUntil < now) this.watches.delete(id);
+    const ids = [...this.dirty];
+    this.dirty.clear();
+    for (const id of ids) {
+      const watch = this.watches.get(id);
+      if (!watch && !this.watchingAll) continue;
+      let doc: StatusDocument | null;
+      try {
+        doc = await this.engine.status(id);
+      } catch (err) {
+        if (!(err instanceof WeftError && err.code === 'workflow_not_found')) {
+          // Looked at again on the next change or poll.
+          this.dirty.add(id);
+          throw err;
+        }
+        doc = null;
+      }
+      if (watch) this.compare(id, watch, doc);
+      if (doc && this.watchingAll) this.append({ seq: 0, workflow_id: id, type: 'workflow', data: doc });
+    }
+    this.trim(now);
+  }
+
+  /** Appends an event for every job whose entry changed and for a run that started or ended. */
+  private compare(id: string, watch: Watch, doc: StatusDocument | null): void {
+    const prev = watch.doc;
+    watch.doc = doc;
+    if (!doc || doc.run_number === null) return;
+    const run = doc.run_number;
+    const newRun = prev?.run_number !== run;
+    if (newRun) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: 'running' } });
+    const before = new Map(newRun || !prev ? [] : prev.jobs.map((j) => [j.id, JSON.stringify(j)]));
+    for (const job of doc.jobs) {
+      if (before.get(job.id) !== JSON.stringify(job)) {
+        this.append({ seq: 0, workflow_id: id, type: 'job', data: { ...job, run_number: run } });
+      }
+    }
+    const wasOver = !newRun && prev !== null && prev.status !== 'running';
+    if (doc.status !== 'running' && !wasOver) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: doc.status } });
+  }
+
+  private append(ev: LiveEvent): void {
+    ev.seq = ++this.seq;
+    this.kept.push({ ...ev, at: this.now() });
+    for (const l of this.listeners) if (l.workflowId === null ? ev.type === 'workflow' : l.workflowId === ev.workflow_id && ev.type !== 'workflow') l.push(ev);
+  }
+
+  private trim(now: number): void {
+    let drop = 0;
+    while (drop < this.kept.length && (this.kept.length - drop > MAX_KEPT || this.kept[drop]!.at < now - REPLAY_MS)) drop++;
+    if (drop > 0) this.kept.splice(0, drop);
+  }
+
+  /** What a resuming client missed, or a resync when that cannot be told. */
+  private replay(workflowId: string | null, lastEventId: string | undefined): LiveFrame[] {
+    if (lastEventId === undefined || lastEventId === '') return [];
+    const m = /^([0-9a-z]+)\.(\d+)$/.exec(lastEventId);
+    if (!m) throw new WeftError('invalid_last_event_id', `Last-Event-ID must be an event id such as "${this.boot}.12", got "${lastEventId.slice(0, 64)}"`);
+    const after = Number(m[2]);
+    const since = workflowId === null ? this.globalSince : (this.watches.get(workflowId)?.since ?? Infinity);
+    const oldest = this.kept.length > 0 ? this.kept[0]!.seq : this.seq + 1;
+    if (m[1] !== this.boot || after > this.seq || after < since || after < oldest - 1) return [{ type: 'resync' }];
+    return this.kept.filter(
+      (e) => e.seq > after && (workflowId === null ? e.type === 'workflow' : e.workflow_id === workflowId && e.type !== 'workflow'),
+    );
+  }
+}
