@@ -3,7 +3,7 @@
  * server without it), the run selector, Run and Cancel, the definition, and the job panel.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { JobView, StatusDocument } from '../../protocol/types.js';
+import type { JobView, RunSummary, StatusDocument } from '../../protocol/types.js';
 import { api, ApiError, enc, post } from '../api';
 import { openStream } from '../sse';
 import { ago, useNow } from '../format';
@@ -14,14 +14,6 @@ import { JobPanel } from './job-panel';
 import { Definition } from './definition';
 
 type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
-
-export interface RunSummary {
-  run_number: number;
-  status: string;
-  created_at_ms: number;
-  finished_at_ms: number | null;
-  job_counts: Record<string, number>;
-}
 
 const POLL_MS = 2000;
 
@@ -85,7 +77,9 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           void loadRuns();
           // Following the latest run: a new run replaces the one on screen.
           if (run === null && r.run_number !== shown.current) void load();
-          else if (r.run_number === shown.current) setDoc((cur) => (cur ? { ...cur, status: r.status } : cur));
+          else if (r.run_number === shown.current) {
+            setDoc((cur) => (cur ? { ...cur, status: r.status, run: cur.run && { ...cur.run, status: r.status } } : cur));
+          }
         } else if (ev.event === 'resync') {
           void load();
         }
