@@ -126,7 +126,11 @@ test('the list links each workflow; its graph turns live to success after Run; a
   for (const j of ['talk', 'left', 'right', 'join']) await page.locator(node(j, 'success')).waitFor({ timeout: 60_000 });
   await page.getByLabel('Showing').selectOption({ label: 'Run 1' });
   await page.waitForFunction(() => location.hash.includes('/runs/1'), undefined, WAIT);
-  assert.equal(await page.locator('[data-state="success"]').count(), 4);
+  await page.waitForFunction(
+    () => document.querySelector('select')?.value === '1' && document.querySelectorAll('[data-state="success"]').length === 4,
+    undefined,
+    WAIT,
+  );
   await page.locator(node('talk')).click();
   await page.locator('[role=log]', { hasText: 'line 5' }).waitFor(WAIT);
   await screenshot(page, 'past-run');

@@ -111,7 +111,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
     }
   };
 
-  if (!doc) {
+  // Until the run asked for has loaded, the previous one is not shown in its place.
+  if (!doc || doc.id !== id || (run !== null && doc.run_number !== run)) {
     return (
       <section>
         <h1>{id}</h1>
