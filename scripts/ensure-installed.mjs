@@ -9,7 +9,7 @@ import path from 'node:path';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const installed = existsSync(path.join(root, 'node_modules', '.package-lock.json'));
-const built = existsSync(path.join(root, 'dist', 'cli', 'main.js'));
+const built = existsSync(path.join(root, 'dist', 'cli', 'main.js')) && existsSync(path.join(root, 'dist', 'dashboard', 'index.html'));
 if (installed && built) process.exit(0);
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

@@ -29,8 +29,11 @@ const WORKER_ROUTES = new Set([
 /** Reads a worker needs besides its own calls: whether its job was cancelled. */
 const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled']);
 
-/** Answered to anyone: load balancers probe health without credentials. */
-const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /api/openapi.json']);
+/**
+ * Answered to anyone: load balancers probe health without credentials, and the dashboard's files
+ * (`/`, `/assets/*`) hold no data; the page asks for a token when the API answers 401.
+ */
+const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*']);
 
 /** The access a route needs; `url` is the route's pattern (`/api/jobs/:lease_id/complete`), not a request's path. */
 export function accessOf(method: string, url: string): Access {

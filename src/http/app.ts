@@ -14,6 +14,7 @@ import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
 import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
+import { dashboardRoutes } from './routes/dashboard.js';
 import { LiveEvents } from '../engine/live-events.js';
 import { registerOpenApi } from './openapi.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -157,5 +158,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
   eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs), slots, metrics.streams('events'));
+  await dashboardRoutes(app);
   return app;
 }

@@ -42,7 +42,7 @@ const WORKER_ONLY = [
   'POST /api/jobs/:lease_id/logs',
 ];
 const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled'];
-const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json'];
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {
   const key = `${method === 'HEAD' ? 'GET' : method} ${url}`;

@@ -30,7 +30,10 @@ const toOpenApi = (url: string) => url.replace(/:(\w+)/g, '{$1}');
 
 let server: InProcessServer;
 let doc: Document;
-/** Every route the server registered, as "METHOD /path/{param}", without Fastify's automatic HEAD and the CORS preflight. */
+/**
+ * Every route the server registered, as "METHOD /path/{param}", without Fastify's automatic HEAD, the
+ * CORS preflight and the routes hidden from the document (the dashboard's page and assets).
+ */
 const registered = new Set<string>();
 // strict: an unknown keyword or a misspelt one in a documented schema fails the test.
 const ajv = new Ajv2020({ strict: true, allErrors: true });
@@ -44,6 +47,8 @@ const validate = (schema: object, value: unknown): string | null => {
 before(async () => {
   server = await startInProcess({
     onRoute: (route) => {
+      // The dashboard's page and assets are not API; they are left out of the document on purpose.
+      if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
       for (const method of [route.method].flat()) {
         if (method !== 'HEAD' && method !== 'OPTIONS') registered.add(`${method} ${toOpenApi(route.url)}`);
       }

@@ -1,0 +1,62 @@
+/** Hash routes, so every view has a URL that can be shared (README "Dashboard"). */
+import { useEffect, useState } from 'preact/hooks';
+
+export type Route =
+  | { view: 'workflows'; query: URLSearchParams }
+  | { view: 'workflow'; id: string; run: number | null; job: string | null; attempt: number | null; definition: boolean }
+  | { view: 'workers' }
+  | { view: 'unknown'; path: string };
+
+export function parseRoute(hash: string): Route {
+  const raw = hash.replace(/^#/, '') || '/';
+  const [pathPart = '/', queryPart = ''] = raw.split('?', 2);
+  const query = new URLSearchParams(queryPart);
+  const parts = pathPart.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  if (parts.length === 0) return { view: 'workflows', query };
+  if (parts[0] === 'workers' && parts.length === 1) return { view: 'workers' };
+  if (parts[0] === 'workflows' && parts[1] !== undefined) {
+    let i = 2;
+    let run: number | null = null;
+    let job: string | null = null;
+    if (parts[i] === 'runs' && /^\d+$/.test(parts[i + 1] ?? '')) {
+      run = Number(parts[i + 1]);
+      i += 2;
+    }
+    if (parts[i] === 'jobs' && parts[i + 1] !== undefined) {
+      job = parts[i + 1]!;
+      i += 2;
+    }
+    const definition = parts[i] === 'definition';
+    if (definition) i++;
+    if (i === parts.length) {
+      const a = query.get('attempt');
+      const attempt = a !== null && /^\d+$/.test(a) ? Number(a) : null;
+      return { view: 'workflow', id: parts[1], run, job, attempt, definition };
+    }
+  }
+  return { view: 'unknown', path: pathPart };
+}
+
+const e = encodeURIComponent;
+
+export function workflowHref(id: string, run?: number | null, job?: string | null, attempt?: number | null): string {
+  let h = `#/workflows/${e(id)}`;
+  if (run != null) h += `/runs/${run}`;
+  if (job != null) h += `/jobs/${e(job)}`;
+  if (attempt != null) h += `?attempt=${attempt}`;
+  return h;
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(location.hash));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(location.hash));
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return route;
+}
+
+export function go(hash: string): void {
+  if (location.hash !== hash) location.hash = hash;
+}

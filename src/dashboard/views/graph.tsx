@@ -1,0 +1,238 @@
+/**
+ * The run's DAG, laid out by dagre and drawn as SVG. Every job is in the page at once, each node
+ * carrying `data-job-id` and `data-state` (weft's state). The layout depends only on the jobs and
+ * their `depends_on`, so state changes redraw nodes without laying anything out again; panning and
+ * zooming change one transform attribute directly, without re-rendering.
+ */
+import { Component } from 'preact';
+import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
+import dagre from '@dagrejs/dagre';
+import type { JobView } from '../../protocol/types.js';
+import { STATE_ICON, duration, useNow } from '../format';
+
+const NODE_W = 190;
+const NODE_H = 64;
+
+interface Layout {
+  width: number;
+  height: number;
+  nodes: Map<string, { x: number; y: number }>;
+  edges: { from: string; to: string; d: string }[];
+}
+
+/**
+ * dagre's default ranker (network simplex) draws the shortest edges, but on a few hundred jobs it
+ * takes seconds; beyond this size each job is ranked by its depth instead, which is what a pipeline's
+ * stages are anyway.
+ */
+const QUICK_RANKING_ABOVE = 150;
+
+function layoutOf(jobs: JobView[]): Layout {
+  const g = new dagre.graphlib.Graph();
+  const ranker = jobs.length > QUICK_RANKING_ABOVE ? 'longest-path' : 'network-simplex';
+  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 60, marginx: 20, marginy: 20, ranker });
+  g.setDefaultEdgeLabel(() => ({}));
+  const ids = new Set(jobs.map((j) => j.id));
+  for (const j of jobs) g.setNode(j.id, { width: NODE_W, height: NODE_H });
+  for (const j of jobs) for (const d of j.depends_on) if (ids.has(d)) g.setEdge(d, j.id);
+  const t0 = performance.now();
+  dagre.layout(g);
+  // Read by the browser tests, which report how long a large graph takes.
+  (globalThis as { weftLayoutMs?: number }).weftLayoutMs = performance.now() - t0;
+  const nodes = new Map<string, { x: number; y: number }>();
+  for (const id of g.nodes()) {
+    const n = g.node(id);
+    nodes.set(id, { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2 });
+  }
+  const edges = g.edges().map((e) => {
+    const pts: { x: number; y: number }[] = g.edge(e).points ?? [];
+    const d = pts.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
+    return { from: e.v, to: e.w, d };
+  });
+  const gg = g.graph();
+  return { width: gg.width ?? 0, height: gg.height ?? 0, nodes, edges };
+}
+
+function clip(s: string, n: number): string {
+  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+}
+
+function Elapsed({ job }: { job: JobView }) {
+  const running = job.state === 'running';
+  const now = useNow(running);
+  if (running && job.started_at_ms != null) return <>{duration(now - job.started_at_ms)}</>;
+  return <>{duration(job.duration_ms)}</>;
+}
+
+interface NodeProps {
+  job: JobView;
+  x: number;
+  y: number;
+  selected: boolean;
+  onOpen(id: string): void;
+}
+
+/** Redrawn only when its own job entry (replaced whole by every change) or selection changes. */
+class Node extends Component<NodeProps> {
+  override shouldComponentUpdate(next: NodeProps): boolean {
+    const p = this.props;
+    return next.job !== p.job || next.selected !== p.selected || next.x !== p.x || next.y !== p.y;
+  }
+  override render({ job, x, y, selected, onOpen }: NodeProps) {
+    const attempts = `${job.attempt + 1}/${job.max_retries + 1}`;
+    return (
+      <g
+        class={`node st-${job.state}${selected ? ' selected' : ''}`}
+        transform={`translate(${x},${y})`}
+        data-job-id={job.id}
+        data-state={job.state}
+        // SVG attributes are case-sensitive: `tabIndex` would not make the node focusable.
+        tabindex={0}
+        role="button"
+        aria-label={`${job.name}: ${job.state}, attempt ${attempts}`}
+        onClick={() => onOpen(job.id)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' || e.key === ' ') {
+            e.preventDefault();
+            onOpen(job.id);
+          }
+        }}
+      >
+        <title>{`${job.id}: ${job.state}`}</title>
+        <rect width={NODE_W} height={NODE_H} rx={6} />
+        <text x={10} y={19} class="name">
+          {clip(job.name, 24)}
+        </text>
+        <text x={10} y={37} class="state">
+          {STATE_ICON[job.state]} {job.state}
+          <tspan class="meta"> · {attempts} · <Elapsed job={job} /></tspan>
+        </text>
+        <text x={10} y={54} class="meta">
+          {job.worker_id ? clip(job.worker_id, 28) : ' '}
+        </text>
+      </g>
+    );
+  }
+}
+
+interface View {
+  x: number;
+  y: number;
+  k: number;
+}
+
+export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: string | null; onOpen(id: string): void }) {
+  // Laid out again only when the shape changes, not on state changes.
+  const shape = jobs.map((j) => `${j.id}<${j.depends_on.join(',')}`).join(';');
+  const layout = useMemo(() => layoutOf(jobs), [shape]);
+  const svg = useRef<SVGSVGElement>(null);
+  const layer = useRef<SVGGElement>(null);
+  const view = useRef<View>({ x: 0, y: 0, k: 1 });
+
+  const apply = () => {
+    const v = view.current;
+    layer.current?.setAttribute('transform', `translate(${v.x},${v.y}) scale(${v.k})`);
+  };
+  const fit = () => {
+    const el = svg.current;
+    if (!el) return;
+    const w = el.clientWidth;
+    const h = el.clientHeight;
+    const k = Math.min(1.2, w / Math.max(layout.width, 1), h / Math.max(layout.height, 1));
+    view.current = { k, x: (w - layout.width * k) / 2, y: (h - layout.height * k) / 2 };
+    apply();
+  };
+  const zoom = (factor: number, cx?: number, cy?: number) => {
+    const el = svg.current;
+    if (!el) return;
+    const v = view.current;
+    const px = cx ?? el.clientWidth / 2;
+    const py = cy ?? el.clientHeight / 2;
+    const k = Math.min(4, Math.max(0.02, v.k * factor));
+    view.current = { k, x: px - ((px - v.x) * k) / v.k, y: py - ((py - v.y) * k) / v.k };
+    apply();
+  };
+
+  useLayoutEffect(fit, [layout]);
+  // The job panel opening or the window resizing changes the room the graph has: fit it again.
+  useEffect(() => {
+    const el = svg.current;
+    if (!el) return;
+    let first = true;
+    const ro = new ResizeObserver(() => (first ? (first = false) : fit()));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [layout]);
+
+  useEffect(() => {
+    const el = svg.current;
+    if (!el) return;
+    const onWheel = (e: WheelEvent) => {
+      e.preventDefault();
+      const r = el.getBoundingClientRect();
+      zoom(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+    };
+    let drag: { x: number; y: number; vx: number; vy: number; id: number } | null = null;
+    const onDown = (e: PointerEvent) => {
+      if ((e.target as Element).closest('.node')) return;
+      drag = { x: e.clientX, y: e.clientY, vx: view.current.x, vy: view.current.y, id: e.pointerId };
+      el.setPointerCapture(e.pointerId);
+      el.classList.add('dragging');
+    };
+    const onMove = (e: PointerEvent) => {
+      if (!drag || e.pointerId !== drag.id) return;
+      view.current = { ...view.current, x: drag.vx + e.clientX - drag.x, y: drag.vy + e.clientY - drag.y };
+      apply();
+    };
+    const onUp = () => {
+      drag = null;
+      el.classList.remove('dragging');
+    };
+    el.addEventListener('wheel', onWheel, { passive: false });
+    el.addEventListener('pointerdown', onDown);
+    el.addEventListener('pointermove', onMove);
+    el.addEventListener('pointerup', onUp);
+    el.addEventListener('pointercancel', onUp);
+    return () => {
+      el.removeEventListener('wheel', onWheel);
+      el.removeEventListener('pointerdown', onDown);
+      el.removeEventListener('pointermove', onMove);
+      el.removeEventListener('pointerup', onUp);
+      el.removeEventListener('pointercancel', onUp);
+    };
+  }, []);
+
+  return (
+    <div class="graph">
+      <div class="graph-tools" role="toolbar" aria-label="Graph view">
+        <button type="button" onClick={fit}>
+          Fit
+        </button>
+        <button type="button" aria-label="Zoom in" onClick={() => zoom(1.25)}>
+          +
+        </button>
+        <button type="button" aria-label="Zoom out" onClick={() => zoom(0.8)}>
+          −
+        </button>
+      </div>
+      <svg ref={svg} class="graph-canvas" aria-label={`Job graph, ${jobs.length} jobs`}>
+        <defs>
+          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+            <path d="M0,0L10,5L0,10z" class="arrowhead" />
+          </marker>
+        </defs>
+        <g ref={layer}>
+          <g class="edges">
+            {layout.edges.map((e) => (
+              <path key={`${e.from}>${e.to}`} d={e.d} marker-end="url(#arrow)" />
+            ))}
+          </g>
+          {jobs.map((j) => {
+            const p = layout.nodes.get(j.id) ?? { x: 0, y: 0 };
+            return <Node key={j.id} job={j} x={p.x} y={p.y} selected={j.id === selected} onOpen={onOpen} />;
+          })}
+        </g>
+      </svg>
+    </div>
+  );
+}

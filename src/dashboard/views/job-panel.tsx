@@ -1,0 +1,229 @@
+/**
+ * One job of the displayed run: its state, attempts, error, outputs and the outputs of its `needs`,
+ * and its log. The latest run's current attempt is followed live (`…/logs/stream`); any other run or
+ * attempt is read from the log history (`…/logs?run=&attempt=`).
+ */
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { AnsiUp } from 'ansi_up';
+import type { JobView, LogChunkView, StatusDocument } from '../../protocol/types.js';
+import { api, enc } from '../api';
+import { openStream } from '../sse';
+import { duration, stamp, useNow } from '../format';
+import { go, workflowHref } from '../router';
+import { ErrorLine, StateBadge } from './common';
+
+interface Line {
+  key: string;
+  stream: string;
+  html: string;
+}
+
+/** ANSI colours become spans; ansi_up escapes the text first, so a log cannot inject markup. */
+function renderer() {
+  const per: Record<string, AnsiUp> = {};
+  return (c: LogChunkView, key: string): Line => {
+    const au = (per[c.stream] ??= new AnsiUp());
+    au.use_classes = true;
+    return { key, stream: c.stream, html: au.ansi_to_html(c.data) };
+  };
+}
+
+function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: number; attempt: number; live: boolean }) {
+  const [lines, setLines] = useState<Line[]>([]);
+  const [note, setNote] = useState<string>('');
+  const [error, setError] = useState<unknown>(null);
+  const box = useRef<HTMLPreElement>(null);
+  const follow = useRef(true);
+
+  useEffect(() => {
+    setLines([]);
+    setError(null);
+    setNote(live ? 'connecting…' : 'loading…');
+    follow.current = true;
+    const render = renderer();
+    if (!live) {
+      let gone = false;
+      api<LogChunkView[]>(`/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}`)
+        .then((chunks) => {
+          if (gone) return;
+          setLines(chunks.map((c) => render(c, `${c.attempt}:${c.sequence}`)));
+          setNote(chunks.length === 0 ? 'no output' : '');
+        })
+        .catch((err) => !gone && setError(err));
+      return () => {
+        gone = true;
+      };
+    }
+    let attemptNow = attempt;
+    const stream = openStream(
+      `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs/stream`,
+      {
+        onEvent(ev) {
+          if (ev.event === 'log') {
+            const c = JSON.parse(ev.data) as LogChunkView;
+            const line = render(c, `${c.attempt}:${c.sequence}`);
+            // A resumed stream may repeat what was already shown; the key tells.
+            setLines((cur) => (cur.some((l) => l.key === line.key) ? cur : [...cur, line]));
+            setNote('');
+          } else if (ev.event === 'attempt') {
+            const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
+            if (a !== attemptNow) {
+              attemptNow = a;
+              setLines([]);
+              setNote(`attempt ${a + 1} started`);
+            }
+          } else if (ev.event === 'end') {
+            const { status } = JSON.parse(ev.data) as { status: string };
+            setNote(`ended: ${status}`);
+          }
+        },
+        onOpen: () => setNote((n) => (n === 'connecting…' || n === 'reconnecting…' ? 'waiting for output…' : n)),
+        onState: (s) => s === 'reconnecting' && setNote('reconnecting…'),
+        onMissing: () => setError(new Error('this server has no live log stream for the job')),
+      },
+      (ev) => ev.event === 'end',
+    );
+    return () => stream.close();
+  }, [wf, job, run, attempt, live]);
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (el && follow.current) el.scrollTop = el.scrollHeight;
+  }, [lines]);
+
+  return (
+    <>
+      <ErrorLine error={error} />
+      <pre
+        ref={box}
+        class="log"
+        role="log"
+        aria-live="polite"
+        aria-label={`Log of ${job}, attempt ${attempt + 1}`}
+        tabIndex={0}
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          follow.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+        }}
+      >
+        {lines.map((l) => (
+          <span key={l.key} class={`chunk ${l.stream}`} data-stream={l.stream} dangerouslySetInnerHTML={{ __html: l.html }} />
+        ))}
+      </pre>
+      {note && <p class="muted small log-note">{note}</p>}
+    </>
+  );
+}
+
+function Outputs({ outputs }: { outputs: Record<string, string> }) {
+  const keys = Object.keys(outputs);
+  if (keys.length === 0) return <span class="muted">none</span>;
+  return (
+    <dl class="outputs">
+      {keys.map((k) => (
+        <div key={k}>
+          <dt>{k}</dt>
+          <dd>
+            <code>{outputs[k]}</code>
+          </dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
+
+export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; job: JobView; attempt: number | null; latest: boolean }) {
+  const run = doc.run_number;
+  const now = useNow(job.state === 'running');
+  const shownAttempt = attempt ?? job.attempt;
+  // Only the latest run's current attempt has a live stream; every other one is history.
+  const live = latest && shownAttempt === job.attempt;
+  const byId = new Map(doc.jobs.map((j) => [j.id, j]));
+  const routeRun = latest ? null : run;
+  const elapsed = job.state === 'running' && job.started_at_ms != null ? now - job.started_at_ms : job.duration_ms;
+  return (
+    <aside class="panel" aria-label={`Job ${job.id}`}>
+      <div class="panel-head">
+        <h2>{job.name}</h2>
+        <a class="close" href={workflowHref(doc.id, routeRun)} aria-label="Close job panel">
+          ×
+        </a>
+      </div>
+      <dl class="facts">
+        <dt>Job</dt>
+        <dd>
+          <code>{job.id}</code>
+        </dd>
+        <dt>State</dt>
+        <dd>
+          <StateBadge state={job.state} />
+        </dd>
+        <dt>Attempt</dt>
+        <dd>
+          {job.attempt + 1} of {job.max_retries + 1}
+        </dd>
+        <dt>Worker</dt>
+        <dd>{job.worker_id ?? <span class="muted">—</span>}</dd>
+        <dt>Started</dt>
+        <dd>{stamp(job.started_at_ms) || <span class="muted">—</span>}</dd>
+        <dt>Duration</dt>
+        <dd>{duration(elapsed) || <span class="muted">—</span>}</dd>
+        {job.required_labels.length > 0 && (
+          <>
+            <dt>Labels</dt>
+            <dd>{job.required_labels.join(', ')}</dd>
+          </>
+        )}
+        <dt>Command</dt>
+        <dd>
+          <code class="command">{job.command}</code>
+        </dd>
+      </dl>
+      {job.error && (
+        <div class="job-error">
+          <h3>Error</h3>
+          <pre>{job.error}</pre>
+        </div>
+      )}
+      <h3>Outputs</h3>
+      <Outputs outputs={job.outputs} />
+      {job.depends_on.length > 0 && (
+        <>
+          <h3>Upstream outputs</h3>
+          {job.depends_on.map((d) => (
+            <div key={d} class="upstream">
+              <a href={workflowHref(doc.id, routeRun, d)}>{d}</a>
+              <Outputs outputs={byId.get(d)?.outputs ?? {}} />
+            </div>
+          ))}
+        </>
+      )}
+      <div class="log-head">
+        <h3>Log</h3>
+        <label>
+          Attempt{' '}
+          <select
+            value={String(shownAttempt)}
+            onChange={(e) => {
+              const a = Number(e.currentTarget.value);
+              go(workflowHref(doc.id, routeRun, job.id, a === job.attempt ? null : a));
+            }}
+          >
+            {Array.from({ length: job.attempt + 1 }, (_, a) => (
+              <option key={a} value={String(a)}>
+                Attempt {a + 1}
+                {a === job.attempt ? ' (current)' : ''}
+              </option>
+            ))}
+          </select>
+        </label>
+        {live && <span class="muted small">live</span>}
+      </div>
+      {run === null ? (
+        <p class="muted">The workflow has not run yet.</p>
+      ) : (
+        <Log wf={doc.id} job={job.id} run={run} attempt={shownAttempt} live={live} />
+      )}
+    </aside>
+  );
+}

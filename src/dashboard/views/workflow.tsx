@@ -1,0 +1,180 @@
+/**
+ * One workflow: a run's DAG, kept current by `GET /api/workflows/{id}/events` (or by polling a
+ * server without it), the run selector, Run and Cancel, the definition, and the job panel.
+ */
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import type { JobView, RunSummary, StatusDocument } from '../../protocol/types.js';
+import { api, ApiError, enc, post } from '../api';
+import { openStream } from '../sse';
+import { ago, useNow } from '../format';
+import { go, workflowHref, type Route } from '../router';
+import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
+import { Graph } from './graph';
+import { JobPanel } from './job-panel';
+import { Definition } from './definition';
+
+type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
+
+const POLL_MS = 2000;
+
+export function WorkflowView({ route }: { route: WorkflowRoute }) {
+  const { id, run, job: selected, attempt, definition } = route;
+  const [doc, setDoc] = useState<StatusDocument | null>(null);
+  const [runs, setRuns] = useState<RunSummary[] | null>(null);
+  const [latestRun, setLatestRun] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [conn, setConn] = useState<'live' | 'reconnecting' | 'polling'>('live');
+  const [busy, setBusy] = useState(false);
+  const now = useNow();
+  // The run on screen; events for other runs only refresh the run list.
+  const shown = useRef<number | null>(null);
+
+  const loadRuns = useCallback(async () => {
+    try {
+      const list = await api<RunSummary[]>(`/api/workflows/${enc(id)}/runs?limit=100`);
+      setRuns(list);
+      if (list[0]) setLatestRun((n) => Math.max(n ?? 0, list[0]!.run_number));
+    } catch (err) {
+      // A server without run history: the selector falls back to numbers.
+      if (err instanceof ApiError && err.status === 404) setRuns(null);
+    }
+  }, [id]);
+
+  useEffect(() => {
+    setDoc(null);
+    setError(null);
+    shown.current = run;
+    let gone = false;
+    const load = async () => {
+      try {
+        const d = await api<StatusDocument>(run === null ? `/api/workflows/${enc(id)}/status` : `/api/workflows/${enc(id)}/runs/${run}`);
+        if (gone) return;
+        if (run === null) setLatestRun(d.run_number);
+        shown.current = d.run_number;
+        setDoc(d);
+        setError(null);
+      } catch (err) {
+        if (!gone) setError(err);
+      }
+    };
+    let poll: ReturnType<typeof setInterval> | null = null;
+    const stream = openStream(`/api/workflows/${enc(id)}/events`, {
+      onOpen: () => void load(),
+      onState: setConn,
+      onMissing: () => {
+        setConn('polling');
+        void load();
+        poll = setInterval(() => void load(), POLL_MS);
+      },
+      onEvent(ev) {
+        if (ev.event === 'job') {
+          const j = JSON.parse(ev.data) as JobView & { run_number: number };
+          if (j.run_number !== shown.current) return;
+          setDoc((cur) => (cur ? { ...cur, jobs: cur.jobs.map((x) => (x.id === j.id ? j : x)) } : cur));
+        } else if (ev.event === 'run') {
+          const r = JSON.parse(ev.data) as { run_number: number; status: StatusDocument['status'] };
+          setLatestRun((n) => Math.max(n ?? 0, r.run_number));
+          void loadRuns();
+          // Following the latest run: a new run replaces the one on screen.
+          if (run === null && r.run_number !== shown.current) void load();
+          else if (r.run_number === shown.current) {
+            setDoc((cur) => (cur ? { ...cur, status: r.status, run: cur.run && { ...cur.run, status: r.status } } : cur));
+          }
+        } else if (ev.event === 'resync') {
+          void load();
+        }
+      },
+    });
+    void loadRuns();
+    return () => {
+      gone = true;
+      stream.close();
+      if (poll) clearInterval(poll);
+    };
+  }, [id, run]);
+
+  // Nodes keep their first callback (they skip re-rendering), so it reads the route through a ref.
+  const routeRef = useRef(route);
+  routeRef.current = route;
+  const open = useCallback((job: string) => go(workflowHref(routeRef.current.id, routeRef.current.run, job)), []);
+
+  const act = async (what: 'run' | 'cancel') => {
+    setBusy(true);
+    try {
+      await post(`/api/workflows/${enc(id)}/${what}`);
+      if (what === 'run' && run !== null) go(workflowHref(id));
+      void loadRuns();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  // Until the run asked for has loaded, the previous one is not shown in its place.
+  if (!doc || doc.id !== id || (run !== null && doc.run_number !== run)) {
+    return (
+      <section>
+        <h1>{id}</h1>
+        {error ? <ErrorLine error={error} /> : <p class="muted">Loading…</p>}
+      </section>
+    );
+  }
+  const latest = run === null || run === latestRun;
+  const job = selected ? doc.jobs.find((j) => j.id === selected) : undefined;
+  const runNumbers = runs ? runs.map((r) => r.run_number) : Array.from({ length: latestRun ?? doc.run_number ?? 0 }, (_, i) => (latestRun ?? doc.run_number ?? 0) - i);
+  const runStatus = doc.run?.status ?? doc.status;
+  const running = latest && (runStatus === 'running' || doc.jobs.some((j) => j.state === 'running' || j.state === 'queued'));
+
+  return (
+    <section class="workflow">
+      <div class="wf-head">
+        <h1>
+          {doc.name} {doc.name !== doc.id && <span class="muted small">({doc.id})</span>}
+        </h1>
+        <StateBadge state={runStatus} />
+        <span class="muted">
+          {doc.trigger && <>trigger: {doc.trigger} · </>}
+          {doc.run ? <>started {ago(doc.run.created_at_ms, now)}</> : 'never run'}
+        </span>
+        <JobCounts counts={countStates(doc.jobs)} />
+        <span class={`conn ${conn}`}>{conn === 'live' ? '● live' : conn === 'polling' ? '● polling' : '○ reconnecting'}</span>
+      </div>
+      <div class="toolbar">
+        <label>
+          Showing{' '}
+          <select
+            value={doc.run_number === null ? '' : String(doc.run_number)}
+            onChange={(e) => {
+              const n = Number(e.currentTarget.value);
+              go(workflowHref(id, n === latestRun ? null : n, selected));
+            }}
+          >
+            {doc.run_number === null && <option value="">never run</option>}
+            {runNumbers.map((n) => (
+              <option key={n} value={String(n)}>
+                Run {n}
+                {n === latestRun ? ' (latest)' : ''}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" disabled={busy || running} onClick={() => act('run')}>
+          Run
+        </button>
+        <button type="button" disabled={busy || !running} onClick={() => act('cancel')}>
+          Cancel
+        </button>
+        <a class="button" href={definition ? workflowHref(id, run, selected) : `${workflowHref(id, run)}/definition`}>
+          {definition ? 'Graph' : 'Definition'}
+        </a>
+      </div>
+      <ErrorLine error={error} />
+      <div class={`wf-body${job ? ' with-panel' : ''}`}>
+        {definition ? <Definition doc={doc} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
+        {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}
+        {selected && !job && <p class="error">No job {selected} in this run.</p>}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,194 @@
+/**
+ * Every workflow, a page at a time (the list API pages with limit/offset): status, latest run, trigger,
+ * job counts, last change, Run and Cancel. Kept current by `GET /api/events`, or by polling a server
+ * that has no such stream.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { StatusDocument } from '../../protocol/types.js';
+import { api, enc, post } from '../api';
+import { openStream } from '../sse';
+import { ago, useNow } from '../format';
+import { go, workflowHref } from '../router';
+import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
+
+const PAGE = 50;
+/** A search reads the whole list in pages of the API's largest size and keeps only the matches. */
+const SCAN_PAGE = 1000;
+const POLL_MS = 3000;
+const FILTERS = ['', 'running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'];
+
+function lastChange(w: StatusDocument): number {
+  const times = [Date.parse(w.updated_at), w.run?.created_at_ms ?? 0, w.run?.finished_at_ms ?? 0];
+  for (const j of w.jobs) times.push(j.finished_at_ms ?? 0, j.started_at_ms ?? 0);
+  return Math.max(...times.filter((t) => Number.isFinite(t)));
+}
+
+function setQuery(q: Record<string, string>): void {
+  const p = new URLSearchParams(Object.entries(q).filter(([, v]) => v !== '' && v !== '0'));
+  const s = p.toString();
+  go(s ? `#/?${s}` : '#/');
+}
+
+export function WorkflowsView({ query }: { query: URLSearchParams }) {
+  const status = query.get('status') ?? '';
+  const search = query.get('q') ?? '';
+  const page = Math.max(0, Number(query.get('page') ?? 0) || 0);
+  const [items, setItems] = useState<StatusDocument[] | null>(null);
+  const [matches, setMatches] = useState<number | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [searchText, setSearchText] = useState(search);
+  const [reload, setReload] = useState(0);
+  const now = useNow();
+  const loadSeq = useRef(0);
+
+  useEffect(() => setSearchText(search), [search]);
+
+  useEffect(() => {
+    const seq = ++loadSeq.current;
+    const filter = status ? `&status=${enc(status)}` : '';
+    const load = async () => {
+      try {
+        if (search === '') {
+          const list = await api<StatusDocument[]>(`/api/workflows?limit=${PAGE + 1}&offset=${page * PAGE}${filter}`);
+          if (seq !== loadSeq.current) return;
+          setMatches(null);
+          setItems(list);
+        } else {
+          const needle = search.toLowerCase();
+          const found: StatusDocument[] = [];
+          for (let offset = 0; ; offset += SCAN_PAGE) {
+            const list = await api<StatusDocument[]>(`/api/workflows?limit=${SCAN_PAGE}&offset=${offset}${filter}`);
+            if (seq !== loadSeq.current) return;
+            for (const w of list) if (w.id.toLowerCase().includes(needle) || w.name.toLowerCase().includes(needle)) found.push(w);
+            if (list.length < SCAN_PAGE) break;
+          }
+          setMatches(found.length);
+          setItems(found.slice(page * PAGE, page * PAGE + PAGE + 1));
+        }
+        setError(null);
+      } catch (err) {
+        if (seq === loadSeq.current) setError(err);
+      }
+    };
+    void load();
+    let poll: ReturnType<typeof setInterval> | null = null;
+    const stream = openStream('/api/events', {
+      onEvent(ev) {
+        if (ev.event === 'workflow') {
+          const doc = JSON.parse(ev.data) as StatusDocument;
+          setItems((cur) => (cur && cur.some((w) => w.id === doc.id) ? cur.map((w) => (w.id === doc.id ? doc : w)) : cur));
+        } else if (ev.event === 'resync') {
+          void load();
+        }
+      },
+      onMissing() {
+        poll = setInterval(() => void load(), POLL_MS);
+      },
+    });
+    return () => {
+      loadSeq.current++;
+      stream.close();
+      if (poll) clearInterval(poll);
+    };
+  }, [status, search, page, reload]);
+
+  const act = async (id: string, what: 'run' | 'cancel') => {
+    try {
+      await post(`/api/workflows/${enc(id)}/${what}`);
+      setReload((n) => n + 1);
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  const shown = items?.slice(0, PAGE) ?? [];
+  const hasNext = (items?.length ?? 0) > PAGE;
+  return (
+    <section aria-labelledby="wf-title">
+      <h1 id="wf-title">Workflows</h1>
+      <form
+        class="toolbar"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setQuery({ status, q: searchText.trim() });
+        }}
+      >
+        <label>
+          Search{' '}
+          <input type="search" placeholder="id or name" value={searchText} onInput={(e) => setSearchText(e.currentTarget.value)} />
+        </label>
+        <label>
+          Jobs in state{' '}
+          <select value={status} onChange={(e) => setQuery({ status: e.currentTarget.value, q: search })}>
+            {FILTERS.map((f) => (
+              <option key={f} value={f}>
+                {f === '' ? 'any' : f}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="submit">Find</button>
+        {matches !== null && <span class="muted">{matches} matching</span>}
+      </form>
+      <ErrorLine error={error} />
+      {items === null ? (
+        <p class="muted">Loading…</p>
+      ) : shown.length === 0 ? (
+        <p class="muted">No workflows{status || search ? ' match' : ' yet'}.</p>
+      ) : (
+        <table class="list">
+          <thead>
+            <tr>
+              <th>Workflow</th>
+              <th>Status</th>
+              <th>Latest run</th>
+              <th>Trigger</th>
+              <th>Jobs</th>
+              <th>Last change</th>
+              <th>
+                <span class="sr">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((w) => (
+              <tr key={w.id}>
+                <td>
+                  <a href={workflowHref(w.id)}>{w.id}</a>
+                  {w.name !== w.id && <div class="muted small">{w.name}</div>}
+                </td>
+                <td>
+                  <StateBadge state={w.status} />
+                </td>
+                <td>{w.run_number ? <a href={workflowHref(w.id, w.run_number)}>Run {w.run_number}</a> : <span class="muted">never run</span>}</td>
+                <td>{w.trigger || <span class="muted">—</span>}</td>
+                <td>
+                  <JobCounts counts={countStates(w.jobs)} />
+                </td>
+                <td>{ago(lastChange(w), now)}</td>
+                <td class="actions">
+                  <button type="button" disabled={w.status === 'running'} onClick={() => act(w.id, 'run')}>
+                    Run
+                  </button>
+                  <button type="button" disabled={w.status !== 'running'} onClick={() => act(w.id, 'cancel')}>
+                    Cancel
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav class="pager" aria-label="Pages">
+        <button type="button" disabled={page === 0} onClick={() => setQuery({ status, q: search, page: String(page - 1) })}>
+          Previous
+        </button>
+        <span>Page {page + 1}</span>
+        <button type="button" disabled={!hasNext} onClick={() => setQuery({ status, q: search, page: String(page + 1) })}>
+          Next
+        </button>
+      </nav>
+    </section>
+  );
+}
