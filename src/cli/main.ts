@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadServerConfig } from '../runtime/config.js';
-import { createLogger } from '../runtime/logger.js';
+import { createLogger, flushLogs } from '../runtime/logger.js';
 import { VERSION } from '../version.js';
 import { registerWorkerCommand } from '../worker/command.js';
 import { registerClientCommands } from './commands/index.js';
@@ -13,10 +13,10 @@ function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void
     closing = true;
     log.info(`${signal} received, shutting down`);
     close().then(
-      () => process.exit(0),
+      () => flushLogs().then(() => process.exit(0)),
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        void flushLogs().then(() => process.exit(1));
       },
     );
   };
@@ -41,7 +41,7 @@ program
   .action(async () => {
     try {
       const config = loadServerConfig();
-      const log = createLogger(config.logLevel, 'weft-server');
+      const log = createLogger(config.logLevel, 'weft-server', config.logFormat);
       // Loaded here so client commands do not pay for the server's modules at start-up.
       const { startServer } = await import('../runtime/server.js');
       const server = await startServer(config, log);
@@ -57,7 +57,7 @@ program
   .action(async () => {
     try {
       const config = loadServerConfig();
-      const log = createLogger(config.logLevel, 'weft-scheduler');
+      const log = createLogger(config.logLevel, 'weft-scheduler', config.logFormat);
       const { startScheduler } = await import('../runtime/server.js');
       const scheduler = await startScheduler(config, log);
       onShutdown(() => scheduler.close(), log);

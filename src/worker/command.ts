@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
-import { createLogger } from '../runtime/logger.js';
+import { createLogger, flushLogs, logFormatFrom, type LogFormat } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
 import { defaultWorkerId } from './helpers.js';
 import { Worker } from './worker.js';
@@ -18,6 +18,7 @@ export interface WorkerConfig {
   cancelPollSecs: number;
   killGraceSecs: number;
   logLevel: string;
+  logFormat: LogFormat;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -74,7 +75,9 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not valid: use one of ${LOG_LEVELS.join(', ')}`);
   }
 
-  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel };
+  const logFormat = logFormatFrom(env);
+
+  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel, logFormat };
 }
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
@@ -98,7 +101,8 @@ Environment:
   CONCURRENCY       jobs run at once (default 1); above 1, claims, reports and heartbeats are batched
   CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
-  LOG_LEVEL         level of the worker's own JSON logs (default info)
+  LOG_LEVEL         level of the worker's own logs (default info)
+  LOG_FORMAT        json or pretty (default pretty on a terminal, json otherwise)
 `,
     )
     .action(async () => {
@@ -109,7 +113,7 @@ Environment:
         process.stderr.write(`weft: ${err instanceof Error ? err.message : String(err)}\n`);
         process.exit(err instanceof ConfigError ? 2 : 1);
       }
-      const log = createLogger(config.logLevel, 'weft-worker');
+      const log = createLogger(config.logLevel, 'weft-worker', config.logFormat);
       const worker = new Worker({
         serverUrl: config.serverUrl,
         workerId: config.workerId,
@@ -140,20 +144,18 @@ Environment:
               // A second signal arrived meanwhile: its abort path decides the exit code.
               if (signals > 1) return;
               log.info('worker stopped');
-              process.exit(0);
+              void flushLogs().then(() => process.exit(0));
             },
             (err: unknown) => {
               log.error({ err }, 'stop failed');
-              process.exit(1);
+              void flushLogs().then(() => process.exit(1));
             },
           );
         } else if (signals === 2) {
           log.warn({ running: worker.stats.running }, `${signal} received again: aborting running jobs`);
           const code = 128 + (SIGNAL_NUMBERS[signal] ?? 15);
-          worker.stop({ abort: true }).then(
-            () => process.exit(code),
-            () => process.exit(code),
-          );
+          const exit = () => void flushLogs().then(() => process.exit(code));
+          worker.stop({ abort: true }).then(exit, exit);
         } else {
           // The jobs' process groups are SIGKILLed on the way out (see shell.ts).
           log.warn(`${signal} received a third time: exiting now; killing what the jobs left running`);
@@ -185,6 +187,7 @@ Environment:
         await worker.start();
       } catch (err) {
         log.error({ err: err instanceof Error ? err.message : String(err) }, 'the server refused to register this worker');
+        await flushLogs();
         process.exit(1);
       }
     });
