@@ -242,6 +242,24 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   assert.equal(second.code, 0, second.output);
   assert.equal(second.stdout.trim(), `updated ${id}`);
 
+  // The same definition again, even spelt differently, changes nothing and says so.
+  fs.appendFileSync(f, '# a comment\n');
+  const again = await weft(t, ['apply', f]);
+  assert.equal(again.code, 0, again.output);
+  assert.equal(again.stdout.trim(), `unchanged ${id}`);
+  const other = uniqueId('applied');
+  const both = await weft(t, ['apply', f, file(t, `${other}.yml`, TWO_JOBS)]);
+  assert.equal(both.code, 0, both.output);
+  assert.deepEqual(both.stdout.trim().split('\n'), [`unchanged ${id}`, `created ${other}`]);
+  // The HTTP answer says it too, beside the status document (docs/api.md).
+  const same = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo a' }, b: { needs: 'a', run: 'echo b' } } });
+  assert.equal(same.status, 200, same.text);
+  assert.equal(same.body.outcome, 'unchanged');
+  assert.equal(same.body.id, other);
+  const changed = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo A' } } });
+  assert.equal(changed.status, 200, changed.text);
+  assert.equal(changed.body.outcome, 'updated');
+
   const status = await weft(t, ['status', id]);
   assert.equal(status.code, 0, status.output);
   assert.match(status.stdout, new RegExp(`workflow ${id} \\(Two jobs\\): idle, never run`));
@@ -254,6 +272,23 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /job 'a', field 'needs'/);
   assert.equal((await api.get(`/api/workflows/${badId}/status`)).status, 404);
+});
+
+test('apply against a server whose PUT answer has no `outcome`: created and updated come from 201 and 200', async (t) => {
+  const seen: string[] = [];
+  const old = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    res.writeHead(seen.length === 1 ? 201 : 200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'old', name: 'old', trigger: '', jobs: [] }));
+  });
+  await new Promise<void>((resolve) => old.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => old.close(resolve)));
+  const f = file(t, 'old.yml', TWO_JOBS);
+  const env = { SERVER_URL: `http://127.0.0.1:${(old.address() as net.AddressInfo).port}` };
+  assert.equal((await weft(t, ['apply', f], env)).stdout.trim(), 'created old');
+  assert.equal((await weft(t, ['apply', f], env)).stdout.trim(), 'updated old');
+  assert.deepEqual(seen, ['PUT /api/workflows/old', 'PUT /api/workflows/old']);
 });
 
 test('apply: one id in two directories is refused before anything is sent; a file named twice is applied once', async (t) => {
