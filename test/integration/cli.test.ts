@@ -381,6 +381,30 @@ test('run --follow exits 1 when a job fails for good', async (t) => {
   assert.match(r.stdout, new RegExp(`^run 1 of ${id}: failed`, 'm'));
 });
 
+test('run --follow on a run cancelled meanwhile prints the job\'s last lines, those the worker sends after the cancel too, and exits 1', async (t) => {
+  const id = uniqueId('follow-cancel');
+  await createWorkflow(t, id, { a: { run: 'echo one; echo two; sleep 30' }, b: { run: 'echo b', needs: 'a' } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+  // The test is the worker: the job prints two lines, then sleeps.
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'one\ntwo\n');
+  await p.waitFor(/^a \| two$/m);
+  const cancel = await api.post(`/api/workflows/${id}/cancel`);
+  assert.equal(cancel.status, 202, cancel.text);
+  await p.waitFor(/^a\s+cancelled/m);
+  // A worker learns of the cancel at its next heartbeat and stops the job; what the job said until then
+  // (here, to its SIGTERM) is still stored (docs/api.md), after the server has ended the log stream.
+  await pushLog(lease, 1, 'stopping on SIGTERM\n');
+
+  const r = await p.finished;
+  assert.equal(r.code, 1, r.output);
+  const order = ['a | one', 'a | two', 'a | stopping on SIGTERM', `run 1 of ${id}: cancelled`].map((l) => r.stdout.split('\n').findIndex((x) => x.startsWith(l)));
+  assert.ok(order.every((i) => i >= 0), r.stdout);
+  assert.deepEqual([...order].sort((x, y) => x - y), order, `out of order:\n${r.stdout}`);
+  assert.match(r.stdout, /^b\s+cancelled/m);
+});
+
 test('run --follow shows every attempt once, even those that came and went between two polls', async (t) => {
   const id = uniqueId('follow-retries');
   await createWorkflow(t, id, { a: { run: 'x', retries: 2 } });
