@@ -44,8 +44,10 @@ program
       const log = createLogger(config.logLevel, 'weft-server', config.logFormat);
       // Loaded here so client commands do not pay for the server's modules at start-up.
       const { startServer } = await import('../runtime/server.js');
-      const server = await startServer(config, log);
-      onShutdown(() => server.close(), log);
+      // Signals are handled from before the start line, which scripts take as the moment to send them.
+      const starting = startServer(config, log);
+      onShutdown(async () => (await starting).close(), log);
+      await starting;
     } catch (err) {
       fail(err);
     }
@@ -59,8 +61,9 @@ program
       const config = loadServerConfig();
       const log = createLogger(config.logLevel, 'weft-scheduler', config.logFormat);
       const { startScheduler } = await import('../runtime/server.js');
-      const scheduler = await startScheduler(config, log);
-      onShutdown(() => scheduler.close(), log);
+      const starting = startScheduler(config, log);
+      onShutdown(async () => (await starting).close(), log);
+      await starting;
     } catch (err) {
       fail(err);
     }
