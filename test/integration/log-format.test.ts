@@ -1,12 +1,15 @@
 /**
  * LOG_FORMAT (README "Configuration"): JSON lines on a pipe, pino-pretty lines on a terminal or when
  * asked, for the server, the scheduler and the worker; the server's start line in every format and
- * at every level; a bad value stops the process naming it.
+ * at every level; a bad value stops the process naming it; a stdout nobody reads costs lines, never a
+ * blocked process.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { sandbox, serverProcess, spawnWeft, track, WEFT_BIN } from '../helpers/server.js';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, sandbox, serverProcess, spawnWeft, track, WEFT_BIN } from '../helpers/server.js';
 
 const isJson = (line: string) => {
   try {
@@ -101,4 +104,51 @@ test('on a terminal (util-linux `script`) the default is pretty', { skip: !hasSc
   // `script` ends the session it runs on SIGTERM.
   proc.kill('SIGTERM');
   await exited;
+});
+
+test('a stdout nobody reads holds lines up to a bound, drops the rest, and counts them once read again', async (t) => {
+  const sb = sandbox(t, 'weft-logfmt-');
+  const fifo = path.join(sb.dir, 'out');
+  execFileSync('mkfifo', [fifo]);
+  // Held open by the test, so the pipe has a reader that does not read (yet).
+  const fd = fs.openSync(fifo, 'r+');
+  t.after(() => fs.closeSync(fd));
+  const logger = path.join(ROOT, 'dist', 'runtime', 'logger.js');
+  const script = `
+    const { createLogger } = await import(${JSON.stringify(logger)});
+    const log = createLogger('info', 'flood');
+    const big = 'x'.repeat(120000);
+    for (let i = 0; i < 12; i++) log.info({ big }, 'line ' + i);
+    process.stderr.write('all written\\n');`;
+  const writer = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', fd, 'pipe'] });
+  t.after(() => writer.kill('SIGKILL'));
+  let err = '';
+  await new Promise<void>((resolve, reject) => {
+    writer.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      if (err.includes('all written')) resolve();
+    });
+    writer.once('exit', () => reject(new Error(`the writer exited early: ${err}`)));
+  });
+  // Now a reader comes (a description of its own, as at the end of a shell pipeline).
+  const reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.after(() => reader.kill('SIGKILL'));
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no drop warning within 15 s; read ${out.length} bytes`)), 15_000);
+    reader.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (/log line\(s\) dropped/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  const lines = linesOf(out.slice(0, out.lastIndexOf('\n'))).map((l) => JSON.parse(l) as { msg: string; dropped_lines?: number });
+  const kept = lines.filter((l) => l.msg.startsWith('line '));
+  // Whole lines, in order, from the first: what is dropped is the newest.
+  assert.deepEqual(kept.map((l) => l.msg), kept.map((_, i) => `line ${i}`));
+  assert.ok(kept.length >= 8 && kept.length < 12, `kept ${kept.length} of 12 lines of 120 KB`);
+  const warning = lines.find((l) => l.dropped_lines !== undefined);
+  assert.equal(warning?.dropped_lines, 12 - kept.length);
 });
