@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, loadServerConfig } from '../runtime/config.js';
-import { createLogger } from '../runtime/logger.js';
+import { createLogger, flushLogs } from '../runtime/logger.js';
 import { VERSION } from '../version.js';
 import { registerWorkerCommand } from '../worker/command.js';
 import { registerClientCommands } from './commands/index.js';
@@ -14,10 +14,10 @@ function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void
     closing = true;
     log.info(`${signal} received, shutting down`);
     close().then(
-      () => process.exit(0),
+      () => flushLogs().then(() => process.exit(0)),
       (err: unknown) => {
         log.error({ err }, 'shutdown failed');
-        process.exit(1);
+        void flushLogs().then(() => process.exit(1));
       },
     );
   };
@@ -42,11 +42,13 @@ program
   .action(async () => {
     try {
       const config = loadServerConfig();
-      const log = createLogger(config.logLevel, 'weft-server');
+      const log = createLogger(config.logLevel, 'weft-server', config.logFormat);
       // Loaded here so client commands do not pay for the server's modules at start-up.
       const { startServer } = await import('../runtime/server.js');
-      const server = await startServer(config, log);
-      onShutdown(() => server.close(), log);
+      // Signals are handled from before the start line, which scripts take as the moment to send them.
+      const starting = startServer(config, log);
+      onShutdown(async () => (await starting).close(), log);
+      await starting;
     } catch (err) {
       fail(err);
     }
@@ -58,10 +60,11 @@ program
   .action(async () => {
     try {
       const config = loadServerConfig();
-      const log = createLogger(config.logLevel, 'weft-scheduler');
+      const log = createLogger(config.logLevel, 'weft-scheduler', config.logFormat);
       const { startScheduler } = await import('../runtime/server.js');
-      const scheduler = await startScheduler(config, log);
-      onShutdown(() => scheduler.close(), log);
+      const starting = startScheduler(config, log);
+      onShutdown(async () => (await starting).close(), log);
+      await starting;
     } catch (err) {
       fail(err);
     }

@@ -4,6 +4,7 @@ import type {
   BatchClaimRequest,
   BatchClaimResponse,
   CancelResponse,
+  PutWorkflowResponse,
   ClaimRequest,
   HeartbeatBatchResponse,
   Report,
@@ -132,7 +133,7 @@ export class WorkflowClient {
   }
 
   /** Creates or replaces the workflow `id` in place. */
-  putWorkflow(id: string, definition: object): Promise<StatusDocument> {
+  putWorkflow(id: string, definition: object): Promise<PutWorkflowResponse> {
     return this.request('PUT', `/api/workflows/${enc(id)}`, definition);
   }
 

@@ -225,6 +225,14 @@ export interface CancelResponse extends StatusDocument {
   cancelled_jobs: string[];
 }
 
+/**
+ * `PUT /api/workflows/{id}`: the status document and what the PUT did. `unchanged` (answered 200,
+ * as `updated` is) means the definition was the one already stored. Older servers leave `outcome` out.
+ */
+export interface PutWorkflowResponse extends StatusDocument {
+  outcome?: 'created' | 'updated' | 'unchanged';
+}
+
 export interface ListWorkflowsQuery {
   limit?: number;
   offset?: number;

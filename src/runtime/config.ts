@@ -6,6 +6,7 @@
 import type { TokenEntry } from '../domain/access.js';
 import { ConfigError, envFlag, envNumber, type Env } from './env.js';
 import { loadTokens } from './tokens.js';
+import { logFormatFrom, type LogFormat } from './logger.js';
 
 export { ConfigError } from './env.js';
 
@@ -18,6 +19,8 @@ export interface ServerConfig {
   reapIntervalMs: number;
   databaseUrl: string | undefined;
   logLevel: string;
+  /** LOG_FORMAT: `pretty` (pino-pretty) or `json` lines; unset, pretty on a terminal only. */
+  logFormat: LogFormat;
   bodyLimitBytes: number;
   workerOfflineAfterMs: number;
   sqliteSynchronous: 'FULL' | 'NORMAL';
@@ -51,6 +54,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     reapIntervalMs: envNumber(env, 'REAP_INTERVAL_SECS', 5, { min: 0.01 }) * 1000,
     databaseUrl: env.DATABASE_URL,
     logLevel: env.LOG_LEVEL?.trim() || 'info',
+    logFormat: logFormatFrom(env),
     bodyLimitBytes: envNumber(env, 'BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, integer: true }),
     workerOfflineAfterMs: envNumber(env, 'WORKER_OFFLINE_SECS', 60, { min: 1 }) * 1000,
     sqliteSynchronous: sync,

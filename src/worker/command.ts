@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
-import { createLogger } from '../runtime/logger.js';
+import { createLogger, flushLogs, logFormatFrom, type LogFormat } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
 import { defaultWorkerId } from './helpers.js';
 import { Worker } from './worker.js';
@@ -21,6 +21,7 @@ export interface WorkerConfig {
   logLevel: string;
   /** WEFT_TOKEN: a token with the `worker` role, when the server requires tokens. */
   token: string | undefined;
+  logFormat: LogFormat;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -81,8 +82,9 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
 
   const token = env.WEFT_TOKEN?.trim() || undefined;
   if (token !== undefined && /\s/.test(token)) throw new ConfigError('WEFT_TOKEN is not valid: a token cannot contain spaces');
+  const logFormat = logFormatFrom(env);
 
-  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel, token };
+  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel, logFormat, token };
 }
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
@@ -106,7 +108,8 @@ Environment:
   CONCURRENCY       jobs run at once (default 1); above 1, claims, reports and heartbeats are batched
   CANCEL_POLL_SECS  how often a running job's cancellation is checked (default 2)
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
-  LOG_LEVEL         level of the worker's own JSON logs (default info)
+  LOG_LEVEL         level of the worker's own logs (default info)
+  LOG_FORMAT        json or pretty (default pretty on a terminal, json otherwise)
   WEFT_TOKEN        token with the worker role, when the server requires tokens (not passed to jobs)
 `,
     )
@@ -118,7 +121,7 @@ Environment:
         process.stderr.write(`weft: ${err instanceof Error ? err.message : String(err)}\n`);
         process.exit(err instanceof ConfigError ? 2 : 1);
       }
-      const log = createLogger(config.logLevel, 'weft-worker');
+      const log = createLogger(config.logLevel, 'weft-worker', config.logFormat);
       const worker = new Worker({
         serverUrl: config.serverUrl,
         token: config.token,
@@ -150,20 +153,18 @@ Environment:
               // A second signal arrived meanwhile: its abort path decides the exit code.
               if (signals > 1) return;
               log.info('worker stopped');
-              process.exit(0);
+              void flushLogs().then(() => process.exit(0));
             },
             (err: unknown) => {
               log.error({ err }, 'stop failed');
-              process.exit(1);
+              void flushLogs().then(() => process.exit(1));
             },
           );
         } else if (signals === 2) {
           log.warn({ running: worker.stats.running }, `${signal} received again: aborting running jobs`);
           const code = 128 + (SIGNAL_NUMBERS[signal] ?? 15);
-          worker.stop({ abort: true }).then(
-            () => process.exit(code),
-            () => process.exit(code),
-          );
+          const exit = () => void flushLogs().then(() => process.exit(code));
+          worker.stop({ abort: true }).then(exit, exit);
         } else {
           // The jobs' process groups are SIGKILLed on the way out (see shell.ts).
           log.warn(`${signal} received a third time: exiting now; killing what the jobs left running`);
@@ -195,6 +196,7 @@ Environment:
         await worker.start();
       } catch (err) {
         log.error({ err: err instanceof Error ? err.message : String(err) }, 'the server refused to register this worker');
+        await flushLogs();
         process.exit(1);
       }
     });

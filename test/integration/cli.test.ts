@@ -242,6 +242,24 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   assert.equal(second.code, 0, second.output);
   assert.equal(second.stdout.trim(), `updated ${id}`);
 
+  // The same definition again, even spelt differently, changes nothing and says so.
+  fs.appendFileSync(f, '# a comment\n');
+  const again = await weft(t, ['apply', f]);
+  assert.equal(again.code, 0, again.output);
+  assert.equal(again.stdout.trim(), `unchanged ${id}`);
+  const other = uniqueId('applied');
+  const both = await weft(t, ['apply', f, file(t, `${other}.yml`, TWO_JOBS)]);
+  assert.equal(both.code, 0, both.output);
+  assert.deepEqual(both.stdout.trim().split('\n'), [`unchanged ${id}`, `created ${other}`]);
+  // The HTTP answer says it too, beside the status document (docs/api.md).
+  const same = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo a' }, b: { needs: 'a', run: 'echo b' } } });
+  assert.equal(same.status, 200, same.text);
+  assert.equal(same.body.outcome, 'unchanged');
+  assert.equal(same.body.id, other);
+  const changed = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo A' } } });
+  assert.equal(changed.status, 200, changed.text);
+  assert.equal(changed.body.outcome, 'updated');
+
   const status = await weft(t, ['status', id]);
   assert.equal(status.code, 0, status.output);
   assert.match(status.stdout, new RegExp(`workflow ${id} \\(Two jobs\\): idle, never run`));
@@ -254,6 +272,23 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /job 'a', field 'needs'/);
   assert.equal((await api.get(`/api/workflows/${badId}/status`)).status, 404);
+});
+
+test('apply against a server whose PUT answer has no `outcome`: created and updated come from 201 and 200', async (t) => {
+  const seen: string[] = [];
+  const old = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    res.writeHead(seen.length === 1 ? 201 : 200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'old', name: 'old', trigger: '', jobs: [] }));
+  });
+  await new Promise<void>((resolve) => old.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise((resolve) => old.close(resolve)));
+  const f = file(t, 'old.yml', TWO_JOBS);
+  const env = { SERVER_URL: `http://127.0.0.1:${(old.address() as net.AddressInfo).port}` };
+  assert.equal((await weft(t, ['apply', f], env)).stdout.trim(), 'created old');
+  assert.equal((await weft(t, ['apply', f], env)).stdout.trim(), 'updated old');
+  assert.deepEqual(seen, ['PUT /api/workflows/old', 'PUT /api/workflows/old']);
 });
 
 test('apply: one id in two directories is refused before anything is sent; a file named twice is applied once', async (t) => {
@@ -344,6 +379,30 @@ test('run --follow exits 1 when a job fails for good', async (t) => {
   assert.match(r.stdout, /^a\s+failed\s+attempt 1\/1\s.*exit code 1: boom/m);
   assert.match(r.stdout, /^b\s+skipped/m);
   assert.match(r.stdout, new RegExp(`^run 1 of ${id}: failed`, 'm'));
+});
+
+test('run --follow on a run cancelled meanwhile prints the job\'s last lines, those the worker sends after the cancel too, and exits 1', async (t) => {
+  const id = uniqueId('follow-cancel');
+  await createWorkflow(t, id, { a: { run: 'echo one; echo two; sleep 30' }, b: { run: 'echo b', needs: 'a' } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+  // The test is the worker: the job prints two lines, then sleeps.
+  const lease = await claim(id, 'a');
+  await pushLog(lease, 0, 'one\ntwo\n');
+  await p.waitFor(/^a \| two$/m);
+  const cancel = await api.post(`/api/workflows/${id}/cancel`);
+  assert.equal(cancel.status, 202, cancel.text);
+  await p.waitFor(/^a\s+cancelled/m);
+  // A worker learns of the cancel at its next heartbeat and stops the job; what the job said until then
+  // (here, to its SIGTERM) is still stored (docs/api.md), after the server has ended the log stream.
+  await pushLog(lease, 1, 'stopping on SIGTERM\n');
+
+  const r = await p.finished;
+  assert.equal(r.code, 1, r.output);
+  const order = ['a | one', 'a | two', 'a | stopping on SIGTERM', `run 1 of ${id}: cancelled`].map((l) => r.stdout.split('\n').findIndex((x) => x.startsWith(l)));
+  assert.ok(order.every((i) => i >= 0), r.stdout);
+  assert.deepEqual([...order].sort((x, y) => x - y), order, `out of order:\n${r.stdout}`);
+  assert.match(r.stdout, /^b\s+cancelled/m);
 });
 
 test('run --follow shows every attempt once, even those that came and went between two polls', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * `weft apply <files...>`: validate locally, then PUT /api/workflows/{id} for each file (create or
- * update in place). Nothing is sent unless every file is valid and no two files give the same id.
+ * update in place), printing `created`, `updated` or `unchanged` for each. Nothing is sent unless
+ * every file is valid and no two files give the same id.
  */
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
@@ -25,7 +26,7 @@ export function registerApply(program: Command): void {
           process.exitCode = 1;
           return;
         }
-        const put = putReportingCreated(opts);
+        const put = putReportingOutcome(opts);
         for (const r of results) {
           const id = r.definition!.id;
           let outcome: string;
@@ -69,11 +70,13 @@ function refuseDuplicateIds(results: CheckedFile[]): CheckedFile[] {
 }
 
 /**
- * PUT answers 201 for a new workflow and 200 for an update, but WorkflowClient.putWorkflow returns
- * only the document. Until the client reports the status, it is read off the response on its way
- * through a fetch wrapper; the calls are sequential, so the last status seen is this call's.
+ * What each PUT did: the answer's `outcome` says `created`, `updated` or `unchanged` (the definition
+ * was the one already stored). A server that predates the field tells only 201 created from 200
+ * updated, and WorkflowClient.putWorkflow returns the body alone, so the status is read off the
+ * response on its way through a fetch wrapper; the calls are sequential, so the last status seen is
+ * this call's.
  */
-function putReportingCreated(opts: ServerOptions): (id: string, document: object) => Promise<'created' | 'updated'> {
+function putReportingOutcome(opts: ServerOptions): (id: string, document: object) => Promise<'created' | 'updated' | 'unchanged'> {
   let lastStatus = 0;
   const client = makeClient(opts, async (input, init) => {
     const res = await fetch(input, init);
@@ -81,7 +84,8 @@ function putReportingCreated(opts: ServerOptions): (id: string, document: object
     return res;
   });
   return async (id, document) => {
-    await client.putWorkflow(id, document);
+    const answer = await client.putWorkflow(id, document);
+    if (answer.outcome === 'created' || answer.outcome === 'updated' || answer.outcome === 'unchanged') return answer.outcome;
     return lastStatus === 201 ? 'created' : 'updated';
   };
 }

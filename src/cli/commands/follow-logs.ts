@@ -31,7 +31,23 @@ export interface FollowOptions {
   fromAttempt?: number;
   /** The run those earlier attempts are read from (default: the latest). */
   run?: number;
+  /**
+   * After the job ends `cancelled`, keep reading its stored chunks this long. The server ends the
+   * stream at the cancel, but the worker learns of it only at its next heartbeat or cancellation
+   * check, stops the job, and still sends what the job printed until then (docs/api.md: logs are
+   * stored after a cancel). Default 0.
+   */
+  lateLogsMs?: number;
 }
+
+/** How often late chunks of a cancelled job are looked for. */
+const LATE_POLL_MS = 250;
+
+/**
+ * How long the commands wait for a cancelled job's late lines: a `weft worker` checks for a cancel
+ * every CANCEL_POLL_SECS (2 s by default) and sends output within 250 ms (README "The worker").
+ */
+export const CANCELLED_LATE_LOGS_MS = 3000;
 
 /** Resolves with the job's terminal state, or null when `signal` aborted first. */
 export async function followJobLogs(
@@ -73,11 +89,31 @@ export async function followJobLogs(
     current = n;
   };
 
+  /** Chunks stored after the stream ended, until `ms` have passed (or the signal aborts). */
+  const readLate = async (ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!opts.signal?.aborted) {
+      await sleep(Math.min(LATE_POLL_MS, Math.max(0, deadline - Date.now())), opts.signal);
+      try {
+        for (const c of await client.getLogs(workflowId, jobId, { run: opts.run, attempt: current ?? undefined })) {
+          await moveTo(c.attempt);
+          emit(c);
+        }
+      } catch {
+        // Late lines are a courtesy: `weft logs` shows them later all the same.
+      }
+      if (Date.now() >= deadline) return;
+    }
+  };
+
   while (!opts.signal?.aborted) {
     try {
       for await (const ev of client.streamLogs(workflowId, jobId, { signal: opts.signal })) {
         outageSince = null;
-        if (ev.type === 'end') return ev.status;
+        if (ev.type === 'end') {
+          if (ev.status === 'cancelled' && (opts.lateLogsMs ?? 0) > 0) await readLate(opts.lateLogsMs!);
+          return ev.status;
+        }
         if (ev.type === 'attempt') {
           await moveTo(ev.attempt);
           continue;

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { LogChunkView, WorkflowClient } from '../../client/index.js';
 import { action, CliError, intOption, makeClient, serverOption, type ServerOptions } from './common.js';
-import { followJobLogs } from './follow-logs.js';
+import { CANCELLED_LATE_LOGS_MS, followJobLogs } from './follow-logs.js';
 
 interface LogsOptions extends ServerOptions {
   follow?: boolean;
@@ -77,7 +77,7 @@ export function registerLogs(program: Command): void {
           },
           onAttempt: (n) => process.stderr.write(`weft: attempt ${n} of ${job} started (try ${n + 1})\n`),
           onReconnecting: (reason) => process.stderr.write(`weft: lost the log stream (${reason}); reconnecting\n`),
-        });
+        }, { lateLogsMs: CANCELLED_LATE_LOGS_MS });
         if (status !== null) process.stderr.write(`weft: ${job} ended: ${status}${shown === 0 ? ' (no output)' : ''}\n`);
       }),
     );

@@ -22,14 +22,14 @@ import {
   type Palette,
   type ServerOptions,
 } from './common.js';
-import { followJobLogs } from './follow-logs.js';
+import { CANCELLED_LATE_LOGS_MS, followJobLogs } from './follow-logs.js';
 import { sleep } from '../../util/sleep.js';
 import { elapsedSecs, formatAttempt, statusLines } from './status.js';
 
 const POLL_MS = 500;
 /** How long the server may stay unreachable (or answer 5xx/408/429) while following before giving up. */
 const OUTAGE_LIMIT_MS = 30_000;
-/** After the run ends, how long to wait for the last log lines before leaving. */
+/** After the run ends, how long to wait for the last log lines before leaving (above CANCELLED_LATE_LOGS_MS). */
 const DRAIN_MS = 5_000;
 
 const TERMINAL_RUN = new Set(['success', 'failed', 'cancelled']);
@@ -187,7 +187,7 @@ async function followRun(client: WorkflowClient, workflowId: string, run: number
         onAttempt: (n: number) => display.log(job.id, `--- attempt ${formatAttempt({ attempt: n, max_retries: job.max_retries })} ---`),
         onReconnecting: (reason: string) => display.note(`lost the log stream of ${job.id} (${reason}); reconnecting`),
       };
-      const follow = { signal: abort.signal, giveUpAfterMs: OUTAGE_LIMIT_MS, fromAttempt: 0, run };
+      const follow = { signal: abort.signal, giveUpAfterMs: OUTAGE_LIMIT_MS, fromAttempt: 0, run, lateLogsMs: CANCELLED_LATE_LOGS_MS };
       const task = followJobLogs(client, workflowId, job.id, handlers, follow).then(
         () => undefined,
         (err: unknown) => display.note(`no more logs of ${job.id}: ${describeError(err, client.baseUrl)}`),

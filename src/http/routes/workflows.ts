@@ -46,7 +46,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       const body = req.body as Record<string, unknown>;
       const def = parseWorkflowObject(body, { source: 'request body', id: req.params.id });
       const { outcome, status } = await engine.saveWorkflow(def, definitionHash(def), 'api');
-      return reply.code(outcome === 'created' ? 201 : 200).send(status);
+      // `outcome` tells an update from a PUT of the definition already stored (both 200), for `weft apply`.
+      return reply.code(outcome === 'created' ? 201 : 200).send({ ...status, outcome });
     },
   );
 
