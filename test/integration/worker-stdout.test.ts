@@ -25,11 +25,10 @@ function workerEnv(serverUrl: string): NodeJS.ProcessEnv {
 }
 
 /**
- * A job whose success the worker logs in one line of about 150 KB (it names every output), more
- * than a pipe holds (64 KB on Linux): a reader that does not read leaves the worker's stdout full.
+ * A job whose success the worker logs in one line of about 200 KB (it names every output: 1,000, the
+ * most a job may report, README "Limits", with long keys), more than a pipe holds (64 KB on Linux): a
+ * reader that does not read leaves the worker's stdout full.
  */
-// 1,000 outputs (the most a job may report, README "Limits") with long keys: the worker's report line
-// lists them, some 200 KB, more than a pipe holds.
 const FLOOD = `for i in $(seq 1 1000); do echo "::set-output k\${i}_${'x'.repeat(200)}=1"; done`;
 
 /** A pipe (a FIFO opened read-write by the test) that nobody ever reads. */
