@@ -124,6 +124,7 @@ export class WorkflowClient {
       limit: opts.limit,
       offset: opts.offset,
       status: opts.status,
+      q: opts.q,
     });
   }
 

@@ -127,9 +127,9 @@ export class Engine {
    * A page of workflows, each as its status document. The page's runs and jobs come in one query each,
    * whatever the page size, rather than one status read per item.
    */
-  async listWorkflows(q: { limit: number; offset: number; status?: JobState }): Promise<StatusDocument[]> {
+  async listWorkflows(q: { limit: number; offset: number; status?: JobState; search?: string }): Promise<StatusDocument[]> {
     return this.store.read(async (r) => {
-      const workflows = await r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status });
+      const workflows = await r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status, search: q.search });
       const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
       if (keys.length === 0) return workflows.map((w) => statusDocument(w, null, null));
       const runs = new Map((await r.getRuns(keys)).map((run) => [run.workflow_id, run]));

@@ -49,7 +49,8 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'List workflows with their status documents',
     description:
       'Ordered by id. `limit` above 1000 is capped at 1000. With `status`, only workflows whose latest run has a job in that ' +
-      'state are listed (`active` = running, `failure` = failed); a workflow that never ran counts as all-pending.',
+      'state are listed (`active` = running, `failure` = failed); a workflow that never ran counts as all-pending. With `q`, ' +
+      'only workflows whose id or name contains that text (ASCII case ignored).',
     responses: { 200: { description: 'Status documents, each with its jobs', schema: shape.statusList } },
   },
   'POST /api/workflows': {

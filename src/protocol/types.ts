@@ -237,6 +237,8 @@ export interface ListWorkflowsQuery {
   limit?: number;
   offset?: number;
   status?: JobState | 'active' | 'failure';
+  /** Only workflows whose id or name contains this text (ASCII case ignored). */
+  q?: string;
 }
 
 // ------------------------------------------------------------------ workers

@@ -139,6 +139,8 @@ export interface ListWorkflowsQuery {
   offset: number;
   /** Keep workflows whose latest run has a job in this state (idle workflows count as all-pending). */
   jobStatus?: JobState;
+  /** Keep workflows whose id or name contains this text, ignoring (ASCII) case. */
+  search?: string;
 }
 
 export interface LogQuery {

@@ -77,6 +77,21 @@ async function newPage(): Promise<{ page: Page; errors: string[] }> {
 
 const node = (job: string, state?: string) => `[data-job-id="${job}"]${state ? `[data-state="${state}"]` : ''}`;
 
+test('the search box finds workflows by id or name through the server, and the status filter narrows them', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/`);
+  await page.getByRole('link', { name: 'slow', exact: true }).waitFor(WAIT);
+  await page.getByRole('searchbox').fill('PIPE');
+  await page.getByRole('searchbox').press('Enter');
+  // `Pipeline` matches by name as well as by id; `slow` matches neither.
+  await page.getByRole('link', { name: 'slow', exact: true }).waitFor({ state: 'detached', ...WAIT });
+  await page.getByRole('link', { name: 'pipeline', exact: true }).waitFor(WAIT);
+  assert.match(page.url(), /q=PIPE/, 'the search is part of the URL');
+  await page.goto(`${server.url}/#/?q=nothing-like-this`);
+  await page.getByText('No workflows match').waitFor(WAIT);
+  assert.deepEqual(errors, []);
+});
+
 test('the list links each workflow; its graph turns live to success after Run; a job log arrives live; a past run is one click away', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/`);

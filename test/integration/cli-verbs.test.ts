@@ -56,6 +56,10 @@ test('list: every workflow with status, run and progress; --status filters; --js
   const queued = await weft(['list', '--status', 'queued']);
   assert.match(queued.stdout, /^list-a\s/m);
   assert.doesNotMatch(queued.stdout, /^list-b\s/m);
+  const found = await weft(['list', '--search', 'NIGHT']);
+  assert.match(found.stdout, /^list-a\s/m, 'by name, case ignored');
+  assert.doesNotMatch(found.stdout, /^list-b\s/m);
+  assert.match((await weft(['list', '--search', 'zzz'])).stdout, /no workflows match/);
   const json = await weft(['list', '--json', '--limit', '1']);
   assert.equal(JSON.parse(json.stdout).length, 1);
   const bad = await weft(['list', '--status', 'sleeping']);

@@ -55,6 +55,16 @@ export function runCases(withStore: Case): void {
     assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'queued' }), ['ran']);
     assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'pending' }), ['a', 'b', 'c', 'ran']);
     assert.deepEqual(await ids({ limit: 10, offset: 0, jobStatus: 'failed' }), []);
+    // Search: id or name containing the text, case ignored, with the state filter and paging.
+    await store.saveWorkflow(wfRecord('zeta', 1000, { name: 'Nightly Build' }));
+    const found = async (search: string, extra: { jobStatus?: 'queued' | 'pending'; offset?: number } = {}) =>
+      (await read(store, (r) => r.listWorkflows({ limit: 10, offset: extra.offset ?? 0, search, jobStatus: extra.jobStatus }))).map((w) => w.id);
+    assert.deepEqual(await found('ZET'), ['zeta']);
+    assert.deepEqual(await found('nightly'), ['zeta'], 'by name');
+    assert.deepEqual(await found('a'), ['a', 'ran', 'zeta']);
+    assert.deepEqual(await found('a', { offset: 1 }), ['ran', 'zeta']);
+    assert.deepEqual(await found('a', { jobStatus: 'queued' }), ['ran']);
+    assert.deepEqual(await found('%'), [], 'no wildcard meaning');
   });
 
   withStore('listRuns pages a workflow\'s runs newest first; jobCountsOfRuns counts each run\'s jobs by state', async (store) => {

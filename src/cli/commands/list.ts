@@ -1,4 +1,4 @@
-/** `weft list [--status S] [--limit N] [--offset N] [--json]`: the workflows the server holds. */
+/** `weft list [--status S] [--search TEXT] [--limit N] [--offset N] [--json]`: the workflows the server holds. */
 import { type Command, Option } from 'commander';
 import type { JobState } from '../../domain/types.js';
 import type { StatusDocument } from '../../protocol/types.js';
@@ -23,19 +23,20 @@ export function registerList(program: Command): void {
     .command('list')
     .description('list workflows with their status, latest run and progress')
     .addOption(new Option('--status <state>', 'only workflows whose latest run has a job in this state').choices(STATUS_FILTER_VALUES))
+    .option('--search <text>', 'only workflows whose id or name contains this text')
     .option('--limit <n>', 'at most this many (the server caps at 1000)', intOption(1), 100)
     .option('--offset <n>', 'skip this many (paging)', intOption(0), 0)
     .option('--json', 'print the raw list')
     .addOption(serverOption())
     .action(
-      action(async (opts: ServerOptions & { status?: string; limit: number; offset: number; json?: boolean }) => {
-        const docs = await makeClient(opts).listWorkflows({ limit: opts.limit, offset: opts.offset, status: opts.status as JobState });
+      action(async (opts: ServerOptions & { status?: string; search?: string; limit: number; offset: number; json?: boolean }) => {
+        const docs = await makeClient(opts).listWorkflows({ limit: opts.limit, offset: opts.offset, status: opts.status as JobState, q: opts.search });
         if (opts.json) {
           process.stdout.write(`${JSON.stringify(docs, null, 2)}\n`);
           return;
         }
         if (docs.length === 0) {
-          process.stdout.write(opts.status || opts.offset ? 'no workflows match\n' : 'no workflows yet: add one with `weft apply <file>`\n');
+          process.stdout.write(opts.status || opts.search || opts.offset ? 'no workflows match\n' : 'no workflows yet: add one with `weft apply <file>`\n');
           return;
         }
         const p = palette(process.stdout);

@@ -12,8 +12,6 @@ import { go, workflowHref } from '../router';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 
 const PAGE = 50;
-/** A search reads the whole list in pages of the API's largest size and keeps only the matches. */
-const SCAN_PAGE = 1000;
 const POLL_MS = 3000;
 const FILTERS = ['', 'running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'];
 
@@ -34,7 +32,6 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
   const search = query.get('q') ?? '';
   const page = Math.max(0, Number(query.get('page') ?? 0) || 0);
   const [items, setItems] = useState<StatusDocument[] | null>(null);
-  const [matches, setMatches] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [searchText, setSearchText] = useState(search);
   const [reload, setReload] = useState(0);
@@ -48,23 +45,11 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
     const filter = status ? `&status=${enc(status)}` : '';
     const load = async () => {
       try {
-        if (search === '') {
-          const list = await api<StatusDocument[]>(`/api/workflows?limit=${PAGE + 1}&offset=${page * PAGE}${filter}`);
-          if (seq !== loadSeq.current) return;
-          setMatches(null);
-          setItems(list);
-        } else {
-          const needle = search.toLowerCase();
-          const found: StatusDocument[] = [];
-          for (let offset = 0; ; offset += SCAN_PAGE) {
-            const list = await api<StatusDocument[]>(`/api/workflows?limit=${SCAN_PAGE}&offset=${offset}${filter}`);
-            if (seq !== loadSeq.current) return;
-            for (const w of list) if (w.id.toLowerCase().includes(needle) || w.name.toLowerCase().includes(needle)) found.push(w);
-            if (list.length < SCAN_PAGE) break;
-          }
-          setMatches(found.length);
-          setItems(found.slice(page * PAGE, page * PAGE + PAGE + 1));
-        }
+        // The server filters and pages (`q` matches id or name), so a search costs one page like any other.
+        const q = search ? `&q=${enc(search)}` : '';
+        const list = await api<StatusDocument[]>(`/api/workflows?limit=${PAGE + 1}&offset=${page * PAGE}${filter}${q}`);
+        if (seq !== loadSeq.current) return;
+        setItems(list);
         setError(null);
       } catch (err) {
         if (seq === loadSeq.current) setError(err);
@@ -129,7 +114,6 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
           </select>
         </label>
         <button type="submit">Find</button>
-        {matches !== null && <span class="muted">{matches} matching</span>}
       </form>
       <ErrorLine error={error} />
       {items === null ? (

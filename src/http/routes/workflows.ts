@@ -10,7 +10,7 @@ const MAX_PAGE = 1000;
 const generateId = () => `wf-${randomBytes(6).toString('hex')}`;
 
 export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
-  app.get<{ Querystring: { limit: number; offset: number; status?: string } }>(
+  app.get<{ Querystring: { limit: number; offset: number; status?: string; q?: string } }>(
     '/api/workflows',
     {
       schema: {
@@ -21,14 +21,16 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
             limit: { type: 'integer', minimum: 0, default: 100 },
             offset: { type: 'integer', minimum: 0, default: 0 },
             status: { type: 'string', enum: STATUS_FILTER_VALUES },
+            // Search: id or name containing this text (the dashboard's search box).
+            q: { type: 'string', maxLength: 256, pattern: '^[^\\u0000]*$' },
           },
         },
       },
     },
     async (req) => {
-      const { limit, offset, status } = req.query;
+      const { limit, offset, status, q } = req.query;
       const state = status === undefined ? undefined : parseStatusFilter(status);
-      return engine.listWorkflows({ limit: Math.min(limit, MAX_PAGE), offset, status: state });
+      return engine.listWorkflows({ limit: Math.min(limit, MAX_PAGE), offset, status: state, search: q || undefined });
     },
   );
 

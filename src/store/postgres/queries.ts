@@ -48,11 +48,14 @@ export const QUERIES = {
   /** $1 workflow id. */
   getWorkflow: `SELECT * FROM workflows WHERE id = $1`,
   /** $1 limit, $2 offset. */
-  listWorkflows: `SELECT * FROM workflows ORDER BY id LIMIT $1::int OFFSET $2::int`,
-  /** $1 limit, $2 offset, $3 job state; idle workflows count as all-pending. */
+  listWorkflows: `SELECT * FROM workflows
+    WHERE $3::text IS NULL OR strpos(lower(id), $3) > 0 OR strpos(lower(name), $3) > 0
+    ORDER BY id LIMIT $1::int OFFSET $2::int`,
+  /** $1 limit, $2 offset, $3 job state, $4 search (lower-case, or null); idle workflows count as all-pending. */
   listWorkflowsWithJobStatus: `SELECT w.* FROM workflows w
-    WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = $3)
-       OR ($3 = 'pending' AND w.latest_run = 0)
+    WHERE (EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = $3)
+       OR ($3 = 'pending' AND w.latest_run = 0))
+      AND ($4::text IS NULL OR strpos(lower(w.id), $4) > 0 OR strpos(lower(w.name), $4) > 0)
     ORDER BY w.id LIMIT $1::int OFFSET $2::int`,
   /** $1 workflow id, $2 run number. */
   getRun: `SELECT * FROM runs WHERE workflow_id = $1 AND run_number = $2::int`,

@@ -12,11 +12,14 @@ export function makeReads(q: Exec): StoreReads {
       const [row] = await q(QUERIES.getWorkflow, [id]);
       return row ? toWorkflow(row) : null;
     },
-    listWorkflows: async ({ limit, offset, jobStatus }: ListWorkflowsQuery) =>
-      (jobStatus
-        ? await q(QUERIES.listWorkflowsWithJobStatus, [limit, offset, jobStatus])
-        : await q(QUERIES.listWorkflows, [limit, offset])
-      ).map(toWorkflow),
+    listWorkflows: async ({ limit, offset, jobStatus, search }: ListWorkflowsQuery) => {
+      const needle = search ? search.toLowerCase() : null;
+      return (
+        jobStatus
+          ? await q(QUERIES.listWorkflowsWithJobStatus, [limit, offset, jobStatus, needle])
+          : await q(QUERIES.listWorkflows, [limit, offset, needle])
+      ).map(toWorkflow);
+    },
     getRun: async (workflowId, runNumber) => {
       const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
       return row ? toRun(row) : null;

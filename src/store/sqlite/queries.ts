@@ -20,11 +20,14 @@ export const QUERIES = {
   /** ? run_number, ? id */
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
   /** ? limit, ? offset */
-  listWorkflows: `SELECT * FROM workflows ORDER BY id LIMIT ? OFFSET ?`,
-  /** @status (a job state) @limit @offset; idle workflows count as all-pending */
+  listWorkflows: `SELECT * FROM workflows
+    WHERE @search IS NULL OR instr(lower(id), @search) > 0 OR instr(lower(name), @search) > 0
+    ORDER BY id LIMIT @limit OFFSET @offset`,
+  /** @status (a job state) @search (lower-case, or null) @limit @offset; idle workflows count as all-pending */
   listWorkflowsByJobStatus: `SELECT w.* FROM workflows w
-    WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = @status)
-       OR (@status = 'pending' AND w.latest_run = 0)
+    WHERE (EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = @status)
+       OR (@status = 'pending' AND w.latest_run = 0))
+      AND (@search IS NULL OR instr(lower(w.id), @search) > 0 OR instr(lower(w.name), @search) > 0)
     ORDER BY w.id LIMIT @limit OFFSET @offset`,
 
   // ----------------------------------------------------------------------------------------- runs

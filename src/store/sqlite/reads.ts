@@ -15,10 +15,11 @@ export function makeReads(c: Conn): StoreReads {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;
     },
-    listWorkflows: async ({ limit, offset, jobStatus }) => {
+    listWorkflows: async ({ limit, offset, jobStatus, search }) => {
+      const needle = search ? search.toLowerCase() : null;
       const rows = jobStatus
-        ? c.q('listWorkflowsByJobStatus').all({ status: jobStatus, limit, offset })
-        : c.q('listWorkflows').all(limit, offset);
+        ? c.q('listWorkflowsByJobStatus').all({ status: jobStatus, search: needle, limit, offset })
+        : c.q('listWorkflows').all({ search: needle, limit, offset });
       return (rows as Row[]).map(toWorkflow);
     },
     getRun: async (workflowId, runNumber) => {
