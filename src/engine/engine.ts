@@ -5,6 +5,7 @@ import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
 import { storableOutputs, storableText } from '../domain/text.js';
 import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
+import { definitionDocument, type DefinitionDocument } from '../definitions/index.js';
 import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
@@ -145,6 +146,12 @@ export class Engine {
 
   async status(id: string): Promise<StatusDocument> {
     return this.store.read((r) => this.statusIn(r, id));
+  }
+
+  /** The workflow's definition as a workflow file would hold it (docs/api.md). */
+  async definition(id: string): Promise<DefinitionDocument> {
+    const wf = await this.store.read((r) => this.requireWorkflow(r, id));
+    return definitionDocument(wf.definition);
   }
 
   /** A page of the workflow's runs, newest first, each with its jobs counted by state (run history). */

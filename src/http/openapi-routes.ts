@@ -250,6 +250,28 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     errors: ['workflow_not_found'],
     responses: { 200: { description: 'Runs, newest first; [] when the workflow never ran', schema: shape.runList } },
   },
+  'GET /api/workflows/:id/definition': {
+    tag: 'workflows',
+    summary: 'The workflow definition, in the contract form of a workflow file',
+    description: 'Defaults are left out; `steps:` show as the one `run` they are joined into. Parsing it gives the same definition.',
+    errors: ['workflow_not_found'],
+    responses: {
+      200: {
+        description: 'The definition',
+        schema: {
+          type: 'object',
+          required: ['id', 'name', 'jobs'],
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            on: { description: 'the trigger, as the workflow file gave it' },
+            env: { type: 'object', additionalProperties: { type: 'string' } },
+            jobs: { type: 'object', additionalProperties: { type: 'object' }, description: 'job id → job, in the contract form' },
+          },
+        },
+      },
+    },
+  },
   'GET /api/workflows/:id/runs/:run': {
     tag: 'workflows',
     summary: 'The status document of one run',

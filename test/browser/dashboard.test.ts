@@ -135,6 +135,17 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.locator('.panel').waitFor({ state: 'detached', ...WAIT });
   await screenshot(page, 'workflow');
 
+  // The definition as the server stores it, in the workflow-file form.
+  await page.getByRole('link', { name: 'Definition', exact: true }).click();
+  const definition = page.getByRole('region', { name: 'Definition' });
+  await definition.getByText('needs:', { exact: false }).first().waitFor(WAIT);
+  const yaml = (await definition.locator('pre').textContent()) ?? '';
+  assert.match(yaml, /^name: Pipeline$/m);
+  assert.match(yaml, /^ {2}join:\n {4}needs:\n {6}- left\n {6}- right\n {4}run: echo joined$/m);
+  await screenshot(page, 'workflow-definition');
+  await page.getByRole('link', { name: 'Graph', exact: true }).click();
+  await page.locator(node('join')).waitFor(WAIT);
+
   // A second run; the first stays reachable through the run selector.
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   await page.locator('option', { hasText: 'Run 2' }).waitFor({ state: 'attached', ...WAIT });

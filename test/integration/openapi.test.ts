@@ -210,6 +210,7 @@ test('every example is taken by a live server, and every route answers what the 
   // The job is over: the stream replays its chunks and ends.
   const stream = await call('GET /api/workflows/{wf_id}/jobs/{job_id}/logs/stream', { wf_id: id, job_id: first.job_id });
   assert.match(stream.text, /event: end/);
+  assert.equal((await call('GET /api/workflows/{id}/definition', { id })).body.id, id);
   const runs = await call('GET /api/workflows/{id}/runs', { id });
   assert.ok(runs.body.length >= 1, runs.text);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: String(runs.body[0].run_number) })).status, 200);

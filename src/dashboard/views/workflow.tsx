@@ -171,7 +171,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       </div>
       <ErrorLine error={error} />
       <div class={`wf-body${job ? ' with-panel' : ''}`}>
-        {definition ? <Definition doc={doc} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
+        {definition ? <Definition id={id} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
         {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}
         {selected && !job && <p class="error">No job {selected} in this run.</p>}
       </div>

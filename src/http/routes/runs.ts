@@ -4,7 +4,10 @@ import { idParam } from '../schemas.js';
 
 const MAX_PAGE = 1000;
 
-/** Run history (docs/api.md "Runs"): past runs of a workflow and the status document of any one of them. */
+/**
+ * Run history (docs/api.md "Runs"): past runs of a workflow and the status document of any one of them;
+ * and the definition those runs were started from.
+ */
 export function runRoutes(app: FastifyInstance, engine: Engine): void {
   app.get<{ Params: { id: string }; Querystring: { limit: number; offset: number } }>(
     '/api/workflows/:id/runs',
@@ -22,6 +25,12 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => engine.runs(req.params.id, { limit: Math.min(req.query.limit, MAX_PAGE), offset: req.query.offset }),
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/api/workflows/:id/definition',
+    { schema: { params: { type: 'object', properties: { id: idParam } } } },
+    async (req) => engine.definition(req.params.id),
   );
 
   app.get<{ Params: { id: string; run: number } }>(

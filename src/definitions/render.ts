@@ -1,0 +1,45 @@
+/**
+ * A stored definition written back in the contract form of a workflow file (README "Workflow
+ * definitions"), for `GET /api/workflows/{id}/definition` and the dashboard's definition view. Parsing
+ * what this writes gives the same definition again (test/unit/definitions.test.ts), so the view shows
+ * what runs. Defaults are left out, as a person would write the file; the array form's display fields
+ * (docs/protocol.md) are not part of a workflow file and are left out too.
+ */
+import type { Backoff, JobSpec, WorkflowDefinition } from '../domain/types.js';
+
+export type DefinitionDocument = Record<string, unknown> & { id: string; jobs: Record<string, Record<string, unknown>> };
+
+export function definitionDocument(def: WorkflowDefinition): DefinitionDocument {
+  const doc: DefinitionDocument = { id: def.id, name: def.name, jobs: {} };
+  if (def.trigger !== null) doc.on = def.trigger;
+  if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
+  for (const job of def.jobs) doc.jobs[job.id] = jobDocument(job);
+  // Key order as a file would have it: jobs last.
+  const { jobs, ...head } = doc;
+  return { ...head, jobs } as DefinitionDocument;
+}
+
+function jobDocument(job: JobSpec): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (job.name !== job.id) out.name = job.name;
+  if (job.needs.length > 0) out.needs = [...job.needs];
+  out.run = job.command;
+  if (job.labels.length > 0) out.labels = [...job.labels];
+  if (job.max_retries > 0) out.retries = job.max_retries;
+  const backoff = backoffDocument(job.backoff);
+  if (backoff !== null) out.backoff = backoff;
+  if (Object.keys(job.env).length > 0) out.env = { ...job.env };
+  if (job.timeout_secs !== null) out.timeout_secs = job.timeout_secs;
+  return out;
+}
+
+function backoffDocument(b: Backoff): unknown {
+  switch (b.kind) {
+    case 'none':
+      return null;
+    case 'fixed':
+      return { fixed: { delay_secs: b.delay_secs } };
+    case 'exponential':
+      return { exponential: { base_secs: b.base_secs, max_secs: b.max_secs } };
+  }
+}

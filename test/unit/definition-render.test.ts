@@ -1,0 +1,78 @@
+/**
+ * A stored definition written back as a workflow file (GET /api/workflows/{id}/definition) parses to
+ * the same definition: what the dashboard shows is what runs.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { definitionDocument, loadWorkflowDir, parseWorkflowObject, parseWorkflowText } from '../../src/definitions/index.js';
+import type { WorkflowDefinition } from '../../src/domain/types.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function roundTrip(def: WorkflowDefinition): void {
+  const doc = definitionDocument(def);
+  // Through YAML text, as a person would save it, and through the object, as the API hands it out.
+  const again = parseWorkflowText(stringify(doc), { source: `${def.id}.yml`, format: 'yaml', id: def.id });
+  assert.deepEqual(again, def, `${def.id} written back as YAML parses to the same definition`);
+  assert.deepEqual(parseWorkflowObject(doc, { source: 'render' }), def);
+}
+
+test('every key of the contract form survives being written back', () => {
+  const def = parseWorkflowText(
+    [
+      'id: everything',
+      'name: Every key',
+      'on: { push: { branches: [main] } }',
+      'env: { A: "1", B: two }',
+      'jobs:',
+      '  build:',
+      '    name: Build it',
+      '    steps: [{ run: make deps }, { run: make }]',
+      '    labels: [linux, x86]',
+      '    retries: 2',
+      '    backoff: { exponential: { base_secs: 1, max_secs: 30 } }',
+      '    env: { MODE: release }',
+      '    timeout_secs: 600',
+      '  test: { needs: build, run: make test, backoff: { fixed: { delay_secs: 5 } } }',
+      '  ship: { needs: [build, test], run: "echo \\"ship it\\"" }',
+      '',
+    ].join('\n'),
+    { source: 'everything.yml', format: 'yaml', id: 'everything' },
+  );
+  roundTrip(def);
+  const doc = definitionDocument(def);
+  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'env', 'jobs']);
+  // Defaults are left out, as a person would write the file.
+  assert.deepEqual(doc.jobs.ship, { needs: ['build', 'test'], run: 'echo "ship it"' });
+});
+
+test('the shipped workflow files survive being written back', () => {
+  let seen = 0;
+  for (const dir of ['workflows', 'examples'].map((d) => path.join(ROOT, d))) {
+    if (!fs.existsSync(dir)) continue;
+    for (const { definition } of loadWorkflowDir(dir).loaded) {
+      roundTrip(definition);
+      seen++;
+    }
+  }
+  assert.ok(seen >= 1, 'at least one shipped workflow file');
+});
+
+test('the array form is written back in the contract form, without its display fields', () => {
+  const def = parseWorkflowObject(
+    { id: 'arr', name: 'Array', trigger: 'manual', jobs: [{ id: 'a', command: 'true', metadata: { x: 1 } }, { id: 'b', command: 'true', depends_on: ['a'], max_retries: 1 }] },
+    { source: 'body' },
+  );
+  const doc = definitionDocument(def);
+  assert.deepEqual(doc, { id: 'arr', name: 'Array', on: 'manual', jobs: { a: { run: 'true' }, b: { needs: ['a'], run: 'true', retries: 1 } } });
+  const { jobs, ...rest } = parseWorkflowObject(doc, { source: 'render' });
+  assert.deepEqual(rest, { id: 'arr', name: 'Array', trigger: 'manual', env: {} });
+  assert.deepEqual(
+    jobs.map((j) => j.presentation),
+    [undefined, undefined],
+  );
+});
