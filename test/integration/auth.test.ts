@@ -5,7 +5,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -14,7 +13,8 @@ import { routeAccessTable } from '../../src/http/auth.js';
 import { Worker } from '../../src/worker/index.js';
 import { WorkflowClient } from '../../src/client/index.js';
 import { request } from '../helpers/http.js';
-import { ROOT, sandbox, serverProcess, spawnWeft, startInProcess, track } from '../helpers/server.js';
+import { hasPython, spawnPythonWorker } from '../helpers/process.js';
+import { sandbox, serverProcess, spawnWeft, startInProcess, track } from '../helpers/server.js';
 
 const TOKENS: Record<Role, string> = {
   admin: 'admin-token-0123456789abcdef',
@@ -244,8 +244,6 @@ function writeFile(dir: string, name: string, text: string): string {
   return file;
 }
 
-const hasPython = spawnSync('python3', ['--version']).status === 0;
-
 test('examples/python-worker sends WEFT_TOKEN and keeps it from its jobs', { skip: !hasPython && 'python3 not found' }, async (t) => {
   const s = await startInProcess({ tokens: entries() });
   t.after(() => s.close());
@@ -253,18 +251,7 @@ test('examples/python-worker sends WEFT_TOKEN and keeps it from its jobs', { ski
   const created = await request('POST', `${s.url}/api/workflows`, { id: 'py', jobs: [{ id: 'a', command: 'echo "::set-output seen=${WEFT_TOKEN:-none}"' }] }, admin);
   assert.equal(created.status, 201, created.text);
   assert.equal((await request('POST', `${s.url}/api/workflows/py/run`, undefined, admin)).status, 202);
-  const proc = spawn('python3', [path.join(ROOT, 'examples', 'python-worker', 'worker.py')], {
-    env: { ...process.env, SERVER_URL: s.url, WORKER_ID: 'py-tok', WEFT_TOKEN: TOKENS.worker, POLL_SECS: '0.2' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout.on('data', (d) => (out += d));
-  proc.stderr.on('data', (d) => (out += d));
-  const exited = new Promise((r) => proc.on('exit', r));
-  t.after(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-  });
+  const py = spawnPythonWorker(t, { SERVER_URL: s.url, WORKER_ID: 'py-tok', WEFT_TOKEN: TOKENS.worker, POLL_SECS: '0.2' });
   const reader = new WorkflowClient({ baseUrl: s.url, token: TOKENS.read });
   const deadline = Date.now() + 15_000;
   let doc = await reader.getStatus('py');
@@ -272,6 +259,6 @@ test('examples/python-worker sends WEFT_TOKEN and keeps it from its jobs', { ski
     await new Promise((r) => setTimeout(r, 100));
     doc = await reader.getStatus('py');
   }
-  assert.equal(doc.status, 'success', out);
+  assert.equal(doc.status, 'success', py.output());
   assert.deepEqual(doc.jobs.find((j) => j.id === 'a')?.outputs, { seen: 'none' });
 });

@@ -6,12 +6,11 @@
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, request, until } from '../helpers/http.js';
-import { ROOT, sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox } from '../helpers/server.js';
-import { alive } from '../helpers/process.js';
+import { sandbox as makeSandbox, serverProcess as server, spawnWeft, track, type Sandbox } from '../helpers/server.js';
+import { alive, hasPython, spawnPythonWorker } from '../helpers/process.js';
 
 const sandbox = (t: TestContext) => makeSandbox(t, 'weft-worker-');
 
@@ -409,27 +408,11 @@ test('a bad setting exits 2 with a message naming the variable', async (t) => {
   );
 });
 
-const hasPython = spawnSync('python3', ['--version']).status === 0;
-
 test('examples/python-worker runs a job through to success with an output', { skip: !hasPython && 'python3 not found' }, async (t) => {
   const sb = sandbox(t);
   const srv = await server(t, sb);
   const api = client(srv.url);
-  const script = path.join(ROOT, 'examples', 'python-worker', 'worker.py');
-  const { spawn } = await import('node:child_process');
-  const proc = spawn('python3', [script], {
-    cwd: sb.dir,
-    env: { ...process.env, SERVER_URL: srv.url, WORKER_ID: 'py-1', WORKER_LABELS: 'python', POLL_SECS: '0.2' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout.on('data', (d) => (out += d));
-  proc.stderr.on('data', (d) => (out += d));
-  const exited = new Promise((r) => proc.on('exit', r));
-  t.after(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
-    await exited;
-  });
+  const py = spawnPythonWorker(t, { SERVER_URL: srv.url, WORKER_ID: 'py-1', WORKER_LABELS: 'python', POLL_SECS: '0.2' }, sb.dir);
   await createAndRun(api, {
     id: 'py',
     jobs: {
@@ -439,9 +422,9 @@ test('examples/python-worker runs a job through to success with an output', { sk
     },
   });
   const doc = await api.settled('py', 20_000).catch((err) => {
-    throw new Error(`${err.message}\npython worker output:\n${out}`);
+    throw new Error(`${err.message}\npython worker output:\n${py.output()}`);
   });
-  assert.equal(jobOf(doc, 'a').state, 'success', out);
+  assert.equal(jobOf(doc, 'a').state, 'success', py.output());
   assert.deepEqual(jobOf(doc, 'a').outputs, { answer: '42' });
   assert.deepEqual(jobOf(doc, 'b').outputs, { doubled: '84' });
   assert.equal(jobOf(doc, 'a').worker_id, 'py-1');
