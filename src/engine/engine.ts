@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
+import { nextFireAfter } from '../domain/schedule.js';
 import { storableOutputs, storableText } from '../domain/text.js';
 import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
 import { WeftError } from '../protocol/errors.js';
@@ -525,7 +526,7 @@ export class Engine {
 
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
-    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0 };
+    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0, next_fire_at_ms: nextFireAfter(def.schedules, now) };
   }
 
   private async statusIn(r: StoreReads, id: string): Promise<StatusDocument> {

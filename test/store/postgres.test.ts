@@ -166,6 +166,30 @@ test('postgres: the job counts of GET /metrics read the queue and the active lea
   }
 });
 
+test('postgres: a scheduler pass reads the due workflows off the partial index workflows_next_fire', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    await (await PostgresStore.open(db.url)).close();
+    // 20,000 workflows, one in a hundred scheduled: the pass must not read them all.
+    await sql.unsafe(`
+      INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run, schedules, next_fire_at_ms)
+        SELECT 'w' || i, 'n', NULL, '{}', 'api', 'h', 0, 0, 0,
+          CASE WHEN i % 100 = 0 THEN '[]' END, CASE WHEN i % 100 = 0 THEN i * 1000 END
+        FROM generate_series(1, 20000) i;
+      ANALYZE workflows;
+    `);
+    const plan = ((await sql.unsafe(`EXPLAIN ${QUERIES.dueSchedules}`, [5_000_000, 100] as never[])) as unknown as Array<{ 'QUERY PLAN': string }>)
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    assert.match(plan, /Index Scan using workflows_next_fire/, plan);
+    assert.doesNotMatch(plan, /Seq Scan|Sort/, plan);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
 test('postgres: retention finds and deletes runs through indexes on a database of realistic proportions', async () => {
   const db = await createDatabase();
   const sql = connect(db.url);

@@ -17,6 +17,7 @@ export function makeReads(q: Exec): StoreReads {
         ? await q(QUERIES.listWorkflowsWithJobStatus, [limit, offset, jobStatus])
         : await q(QUERIES.listWorkflows, [limit, offset])
       ).map(toWorkflow),
+    dueSchedules: async (nowMs, limit) => (await q(QUERIES.dueSchedules, [nowMs, limit])).map(toWorkflow),
     getRun: async (workflowId, runNumber) => {
       const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
       return row ? toRun(row) : null;
