@@ -325,7 +325,8 @@ test('postgres: a database made by migration 1 gets its counters from its rows a
       await tx.unsafe(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)`);
       await tx`INSERT INTO schema_migrations VALUES (1, ${POSTGRES_MIGRATIONS[0]!.name}, 0)`;
       for (const id of V1_WORKFLOWS) {
-        const w = wfRecord(id, 1000, { latest_run: 1 });
+        // Migration 1 has no next_fire_at_ms column (migration 5 adds it).
+        const { next_fire_at_ms: _, ...w } = wfRecord(id, 1000, { latest_run: 1 });
         await tx`INSERT INTO workflows ${tx({ ...w, definition: JSON.stringify(w.definition) } as Record<string, unknown>)}`;
         await tx`INSERT INTO runs (workflow_id, run_number, status, created_at_ms) VALUES (${id}, 1, 'running', 1000)`;
       }
