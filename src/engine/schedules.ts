@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { planFires } from '../domain/schedule.js';
+import { type FirePlan, planFires } from '../domain/schedule.js';
 import type { FireScheduleOutcome, LabelSet, Store, WorkflowRecord } from '../store/store.js';
 import { planRun } from './run-plan.js';
 
@@ -47,7 +47,7 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
   for (let tries = 0; tries < TRIES && wf; tries++) {
     const due = wf.next_fire_at_ms ?? null;
     if (due === null || due > now) return;
-    const plan = planFires(wf.definition.schedules, due, now, opts.graceMs);
+    const plan = planOrUnschedule(wf, due, now, opts);
     const start = plan.fire_at_ms !== null;
     const { jobs, labelSets } = start ? planRun(wf.definition, now) : { jobs: [], labelSets: [] };
     const outcome = await store.fireSchedule({
@@ -84,6 +84,19 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
       case 'stale':
         wf = await store.read((r) => r.getWorkflow(first.id));
     }
+  }
+}
+
+/**
+ * A stored schedule that no longer computes (a time zone this runtime does not know) would stop every
+ * pass at the same workflow: it is unscheduled instead, with an error naming it, until it is saved again.
+ */
+function planOrUnschedule(wf: WorkflowRecord, due: number, now: number, opts: SchedulePassOptions): FirePlan {
+  try {
+    return planFires(wf.definition.schedules, due, now, opts.graceMs);
+  } catch (err) {
+    opts.log.error({ workflow_id: wf.id, err }, 'schedule cannot be computed; the workflow is unscheduled until its definition is saved again');
+    return { fire_at_ms: null, dropped_at_ms: null, next_fire_at_ms: null };
   }
 }
 

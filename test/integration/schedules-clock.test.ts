@@ -148,6 +148,23 @@ for (const kind of Object.keys(openers)) {
       assert.deepEqual((await runsOf(p.a, 'hourly')).map(([n]) => n), [2, 1]);
     });
 
+    test('a stored schedule that no longer computes is unscheduled with an error; the others still fire', async () => {
+      const p = await pair(kind, at('2026-06-01T00:00:00Z'));
+      await save(p.a, 'good', [{ cron: '0 2 * * *' }]);
+      // As if stored by a runtime that knew a time zone this one does not.
+      const { def, hash } = definition('broken', [{ cron: '0 2 * * *' }]);
+      def.schedules = [{ cron: '0 2 * * *', timezone: 'Mars/Olympus', catch_up: 'latest' }];
+      await p.store.saveWorkflow({
+        id: 'broken', name: 'broken', trigger: null, definition: def, source: 'api', hash,
+        created_at_ms: p.clock.now, updated_at_ms: p.clock.now, latest_run: 0, next_fire_at_ms: at('2026-06-01T01:00:00Z'),
+      });
+      p.clock.now = at('2026-06-01T02:00:01Z');
+      assert.equal(await race(p), 1);
+      assert.equal((await p.a.status('good')).run_number, 1);
+      assert.deepEqual([(await p.a.status('broken')).run_number, (await p.a.status('broken')).next_fire_at_ms], [null, null]);
+      assert.ok(p.logs.some((l) => l.level === 50 && l.workflow_id === 'broken' && /cannot be computed/.test(String(l.msg))));
+    });
+
     test('a changed definition recomputes the next time when its schedules changed, keeps it otherwise', async () => {
       const p = await pair(kind, at('2026-06-01T00:00:00Z'));
       await save(p.a, 'edit', [{ cron: '0 2 * * *' }]);
