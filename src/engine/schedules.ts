@@ -70,7 +70,7 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
         totals.started++;
         opts.onStarted(outcome, labelSets);
         const late = now - plan.fire_at_ms! > opts.graceMs;
-        opts.log.info({ ...fields, run_number: outcome.run.run_number, catch_up: late }, late ? 'scheduled run started for a missed time' : 'scheduled run started');
+        opts.log.info({ ...fields, run_number: outcome.run.run_number, late }, late ? 'scheduled run started for a missed time' : 'scheduled run started');
         return;
       }
       case 'skipped':
