@@ -56,7 +56,7 @@ program
 
 program
   .command('scheduler')
-  .description('run the lease reaper alone, against the same DATABASE_URL as an API_ONLY server')
+  .description('run the lease reaper (and the schedules) alone, against the same DATABASE_URL as an API_ONLY server')
   .action(async () => {
     try {
       const config = loadServerConfig();

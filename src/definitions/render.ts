@@ -11,7 +11,18 @@ export type DefinitionDocument = Record<string, unknown> & { id: string; jobs: R
 
 export function definitionDocument(def: WorkflowDefinition): DefinitionDocument {
   const doc: DefinitionDocument = { id: def.id, name: def.name, jobs: {} };
-  if (def.trigger !== null) doc.on = def.trigger;
+  if (def.schedules && def.schedules.length > 0) {
+    // The schedules are what acts; other events named beside them live on in the trigger text only.
+    doc.on = {
+      schedule: def.schedules.map((s) => ({
+        cron: s.cron,
+        ...(s.timezone !== null ? { timezone: s.timezone } : {}),
+        ...(s.catch_up !== 'latest' ? { catch_up: s.catch_up } : {}),
+      })),
+    };
+  } else if (def.trigger !== null) {
+    doc.on = def.trigger;
+  }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   for (const job of def.jobs) doc.jobs[job.id] = jobDocument(job);
   // Key order as a file would have it: jobs last.

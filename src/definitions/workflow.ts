@@ -7,7 +7,8 @@ import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
-import { type Plain, checkDepth, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
+import { readOn } from './schedule.js';
+import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
 
 // The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
 // normalisation, so such a workflow or job could never be addressed in a path.
@@ -40,13 +41,15 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
 
   const id = resolveId(doc.id, ids, issues);
   const name = isAbsent(doc.name) ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
-  const trigger = arrayForm ? readTriggerString(doc.trigger, issues) : readOn(doc.on, issues);
+  const on = arrayForm ? { trigger: readTriggerString(doc.trigger, issues), schedules: [] } : readOn(doc.on, issues);
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
 
   issues.throwIfAny();
-  return { id, name, trigger, env, jobs };
+  const def: WorkflowDefinition = { id, name, trigger: on.trigger, env, jobs };
+  if (on.schedules.length > 0) def.schedules = on.schedules;
+  return def;
 }
 
 function resolveId(bodyId: unknown, ids: IdSource, issues: Issues): string {
@@ -79,35 +82,6 @@ function readTriggerString(value: unknown, issues: Issues): string | null {
   if (isAbsent(value)) return null;
   const s = readString(value, { issues, job: null, field: 'trigger' });
   return s === undefined || s.trim() === '' ? null : s;
-}
-
-/** `on:` is display text only, so any YAML shape is kept, flattened to one line. */
-function readOn(value: unknown, issues: Issues): string | null {
-  if (isAbsent(value)) return null;
-  const at = { issues, job: null, field: 'on' };
-  if (typeof value === 'string') return value.trim() === '' ? null : readString(value, at) ?? null;
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'object') {
-    if (!checkDepth(value, at)) return null;
-    const text = renderCompact(value, true);
-    if (text.includes('\u0000')) return readString(text, at) ?? null;
-    return text === '' ? null : text;
-  }
-  issues.add(null, 'on', `must be a string, a list or a mapping, got ${describe(value)}`);
-  return null;
-}
-
-function renderCompact(value: unknown, top: boolean): string {
-  if (Array.isArray(value)) {
-    const inner = value.map((v) => renderCompact(v, false)).join(', ');
-    return top ? inner : `[${inner}]`;
-  }
-  if (isPlainObject(value)) {
-    const inner = Object.entries(value)
-      .map(([k, v]) => (v === null || (isPlainObject(v) && Object.keys(v).length === 0) ? k : `${k}: ${renderCompact(v, false)}`))
-      .join(', ');
-    return top ? inner : `{${inner}}`;
-  }
-  return String(value);
 }
 
 /**

@@ -78,6 +78,19 @@ export interface WorkflowDefinition {
   env: Record<string, string>;
   /** Jobs in definition order. */
   jobs: JobSpec[];
+  /**
+   * `on: { schedule: [...] }` (README "Workflow definitions"); absent when the workflow has none, so
+   * the hash of a definition without schedules is what it always was.
+   */
+  schedules?: Schedule[];
+}
+
+/** One entry of `on.schedule`: a five-field cron expression read in `timezone` (null: UTC). */
+export interface Schedule {
+  cron: string;
+  timezone: string | null;
+  /** What a scheduler does with times that passed while none was running (docs/api.md "Schedules"). */
+  catch_up: 'latest' | 'none';
 }
 
 /** Map from upstream job id to that job's outputs. */

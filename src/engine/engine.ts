@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
+import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
 import { storableOutputs, storableText } from '../domain/text.js';
 import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
 import { definitionDocument, type DefinitionDocument } from '../definitions/index.js';
@@ -29,6 +30,7 @@ import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { planRun } from './run-plan.js';
+import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
 import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
 import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
 
@@ -55,9 +57,11 @@ export class Engine {
   private readonly waiters: ClaimWaiters;
   private readonly peers: Peers;
   private readonly outage: OutageWarnings;
+  private readonly scheduleGraceMs: number;
 
   constructor(opts: EngineOptions) {
     this.store = opts.store;
+    this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.log = opts.logger;
     this.now = opts.now ?? Date.now;
     this.outage = new OutageWarnings(opts.logger);
@@ -485,6 +489,32 @@ export class Engine {
     return counts;
   }
 
+  // ---------------------------------------------------------------- schedules
+
+  /**
+   * One scheduler pass (docs/api.md "Schedules"): starts the runs whose scheduled time has come, one
+   * per time across every scheduler sharing the store. An outage ends the pass quietly, as for the rest
+   * of the reaper; the due times are still there for the next one.
+   */
+  async fireSchedules(): Promise<ScheduleTotals | null> {
+    try {
+      return await fireDueSchedules(this.store, {
+        now: this.now,
+        graceMs: this.scheduleGraceMs,
+        log: this.log,
+        onStarted: (outcome, labelSets) => {
+          this.labelSets.add(labelSets);
+          this.peers.sendLabelSets();
+          this.announce(outcome.changes);
+        },
+      });
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      this.outage.warn('scheduler', err);
+      return null;
+    }
+  }
+
   // ---------------------------------------------------------------- retention
 
   /**
@@ -532,7 +562,7 @@ export class Engine {
 
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
-    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0 };
+    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0, next_fire_at_ms: nextFireAfter(def.schedules, now) };
   }
 
   private async statusIn(r: StoreReads, id: string): Promise<StatusDocument> {

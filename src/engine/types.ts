@@ -54,4 +54,9 @@ export interface EngineOptions {
    * raises no event here). Default 1000.
    */
   claimSweepMs?: number;
+  /**
+   * A scheduled time at most this old when a scheduler pass finds it is on time; an older one was
+   * missed and its schedule's catch_up decides (docs/api.md "Schedules"). Default 60 s.
+   */
+  scheduleGraceMs?: number;
 }

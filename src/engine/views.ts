@@ -37,6 +37,7 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
     source: wf.source,
     created_at: iso(wf.created_at_ms)!,
     updated_at: iso(wf.updated_at_ms)!,
+    next_fire_at_ms: wf.next_fire_at_ms ?? null,
   };
 }
 

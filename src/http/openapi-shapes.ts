@@ -99,6 +99,7 @@ const statusProperties = {
   source: { type: 'string', enum: ['file', 'api'] },
   created_at: str,
   updated_at: str,
+  next_fire_at_ms: { ...intOrNull, description: 'When its on.schedule next starts a run (epoch ms); null without schedules' },
 } as const;
 
 /** docs/api.md "GET /api/workflows/{id}/status": workflow-graph's Workflow with weft's data beside it. */

@@ -209,6 +209,8 @@ export interface StatusDocument {
   source: 'file' | 'api';
   created_at: string;
   updated_at: string;
+  /** When its schedules next start a run (epoch ms); null when it has none (docs/api.md "Schedules"). */
+  next_fire_at_ms: number | null;
 }
 
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { loadWorkflowDir } from '../definitions/index.js';
+import { DEFAULT_SCHEDULE_GRACE_MS } from '../domain/schedule.js';
 import { Engine } from '../engine/engine.js';
 import { buildApp } from '../http/app.js';
 import { openStore, type Store } from '../store/index.js';
@@ -32,7 +33,7 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
-  const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs });
+  const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs, scheduleGraceMs: scheduleGraceMs(config) });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
@@ -98,7 +99,7 @@ export async function startScheduler(
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
-  const engine = new Engine({ store, logger: log });
+  const engine = new Engine({ store, logger: log, scheduleGraceMs: scheduleGraceMs(config) });
   const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
   reaper.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
@@ -111,6 +112,14 @@ export async function startScheduler(
       await store.close();
     },
   };
+}
+
+/**
+ * A scheduled time found by a pass within a minute, or two reaper intervals when they are longer, is on
+ * time; an older one was missed (docs/api.md "Schedules").
+ */
+function scheduleGraceMs(config: ServerConfig): number {
+  return Math.max(DEFAULT_SCHEDULE_GRACE_MS, 2 * config.reapIntervalMs);
 }
 
 /** The retention settings in a start line, so that a deployment's policy is visible in its logs. */

@@ -42,7 +42,13 @@ export function toWorkflow(r: Row): WorkflowRecord {
     created_at_ms: r.created_at_ms as number,
     updated_at_ms: r.updated_at_ms as number,
     latest_run: r.latest_run as number,
+    next_fire_at_ms: (r.next_fire_at_ms as number | null | undefined) ?? null,
   };
+}
+
+/** The `schedules` column: the definition's schedules as JSON, NULL when it has none; a save compares it to tell a schedule change. */
+export function schedulesColumn(def: WorkflowDefinition): string | null {
+  return def.schedules && def.schedules.length > 0 ? JSON.stringify(def.schedules) : null;
 }
 
 export function toRun(r: Row): RunRecord {

@@ -27,6 +27,12 @@ export interface WorkflowRecord {
   updated_at_ms: number;
   /** Number of the latest run; 0 when never run. */
   latest_run: number;
+  /**
+   * The earliest fire time of its schedules not yet handled (docs/architecture.md "Schedules"); null
+   * when it has none. On a save it is taken only when the schedules changed (or on creation); absent
+   * there means null. Records the store answers always carry it.
+   */
+  next_fire_at_ms?: number | null;
 }
 
 export interface RunRecord {
@@ -194,6 +200,11 @@ export interface StoreReads {
    * cost follows the jobs in motion, never the jobs that finished (README "Metrics").
    */
   activeJobCounts(): Promise<ActiveJobCount[]>;
+  /**
+   * Workflows whose next_fire_at_ms is at or before `nowMs`, earliest first, at most `limit`: one range
+   * read of the partial index workflows_next_fire, whatever the number of workflows.
+   */
+  dueSchedules(nowMs: number, limit: number): Promise<WorkflowRecord[]>;
 }
 
 export interface ActiveJobCount {
@@ -321,6 +332,31 @@ export interface DeleteLimits {
  */
 export type DeleteWorkflowOutcome = 'deleted' | 'more' | 'not_found' | 'active';
 
+/**
+ * One scheduled time of a workflow handled (docs/architecture.md "Schedules"): next_fire_at_ms moves
+ * from `fire_at_ms` to `next_fire_at_ms` and, with `start`, the run starts, in one transaction.
+ */
+export interface FireScheduleRequest extends StartRunRequest {
+  /** The workflow's next_fire_at_ms as the caller read it: unless it is still that, nothing happens. */
+  fire_at_ms: number;
+  /** What next_fire_at_ms becomes: a time after `now_ms`, or null when no schedule fires again. */
+  next_fire_at_ms: number | null;
+  /** False: only move next_fire_at_ms on (due times dropped by `catch_up: none`). */
+  start: boolean;
+}
+
+export type FireScheduleOutcome =
+  | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  /** A run was active: next_fire_at_ms moved on, no run started (the fire is skipped, not retried). */
+  | { kind: 'skipped'; run_number: number }
+  /** `start` was false: next_fire_at_ms moved on. */
+  | { kind: 'advanced' }
+  /** next_fire_at_ms is no longer `fire_at_ms`: another scheduler handled that time, or the schedules changed. */
+  | { kind: 'taken' }
+  | { kind: 'not_found' }
+  /** The definition changed since the caller read it (schedules unchanged): read again and retry. */
+  | { kind: 'stale' };
+
 export interface StartRunRequest {
   workflow_id: string;
   /** The definition's hash the jobs were built from; `stale` when it changed since. */
@@ -385,6 +421,12 @@ export interface Store {
    * the jobs were built from it. The label sets of the jobs are recorded too.
    */
   startRun(req: StartRunRequest): Promise<StartRunOutcome>;
+  /**
+   * Handles one due time of a workflow's schedules, exactly once however many schedulers call it with
+   * the same `fire_at_ms`: the first call that finds next_fire_at_ms equal to it moves it on (and starts
+   * the run, unless one is active), every other call answers `taken`.
+   */
+  fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome>;
   /** Cancels every pending, queued and running job of the latest run, if it is running; voids their leases. */
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
 

@@ -44,14 +44,17 @@ async function finishNext(wf: string, how: 'complete' | 'fail'): Promise<void> {
 test('list: every workflow with status, run and progress; --status filters; --json is the raw list', async () => {
   await api.createWorkflow({ id: 'list-a', name: 'Nightly', trigger: 'cron', jobs: [{ id: 'x', command: 'true', required_labels: ['list-a'] }, { id: 'y', command: 'true', depends_on: ['x'], required_labels: ['list-a'] }] });
   await api.createWorkflow({ id: 'list-b', jobs: [{ id: 'z', command: 'true' }] });
+  await api.createWorkflow({ id: 'list-c', on: { schedule: [{ cron: '0 0 1 1 *' }] }, jobs: { z: { run: 'true' } } });
   await api.run('list-a');
   await finishNext('list-a', 'complete');
 
   const r = await weft(['list']);
   assert.equal(r.code, 0, r.output);
-  assert.match(r.stdout, /^WORKFLOW\s+NAME\s+STATUS\s+RUN\s+JOBS\s+TRIGGER\s+CHANGED$/m);
-  assert.match(r.stdout, /^list-a\s+Nightly\s+running\s+1\s+1\/2 done\s+cron\s+\d+s ago$/m);
-  assert.match(r.stdout, /^list-b\s+idle\s+-\s+1 jobs\s+-\s+\d+s ago$/m);
+  assert.match(r.stdout, /^WORKFLOW\s+NAME\s+STATUS\s+RUN\s+JOBS\s+TRIGGER\s+NEXT\s+CHANGED$/m);
+  assert.match(r.stdout, /^list-a\s+Nightly\s+running\s+1\s+1\/2 done\s+cron\s+-\s+\d+s ago$/m);
+  assert.match(r.stdout, /^list-b\s+idle\s+-\s+1 jobs\s+-\s+-\s+\d+s ago$/m);
+  // The next 1 January, 00:00 UTC, is days away (or hours, on 31 December).
+  assert.match(r.stdout, /^list-c\s+idle\s+-\s+1 jobs\s+schedule: \[\{cron: 0 0 1 1 \*\}\]\s+in \d+[dh]\s+\d+s ago$/m);
 
   const queued = await weft(['list', '--status', 'queued']);
   assert.match(queued.stdout, /^list-a\s/m);

@@ -21,6 +21,7 @@ export function wfRecord(id: string, now = 1000, over: Partial<WorkflowRecord> =
     created_at_ms: now,
     updated_at_ms: now,
     latest_run: 0,
+    next_fire_at_ms: null,
     ...over,
   };
 }

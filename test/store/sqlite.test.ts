@@ -74,6 +74,20 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
   }
 });
 
+test('sqlite: a scheduler pass reads the due workflows off the partial index workflows_next_fire', async () => {
+  const { dir, file } = tempFile();
+  await new SqliteStore(file).close();
+  const db = new Database(file, { readonly: true });
+  try {
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${QUERIES.dueSchedules}`).all(0, 100) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    assert.match(plan, /SEARCH workflows USING INDEX workflows_next_fire \((next_fire_at_ms>\? AND )?next_fire_at_ms<\?\)/, plan);
+    assert.doesNotMatch(plan, /TEMP B-TREE|\bSCAN\b/, plan);
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('sqlite: retention finds and deletes runs through indexes; only pruneByCount walks the workflows', async () => {
   const { dir, file } = tempFile();
   await new SqliteStore(file).close();

@@ -62,6 +62,17 @@ test('the shipped workflow files survive being written back', () => {
   assert.ok(seen >= 1, 'at least one shipped workflow file');
 });
 
+test('schedules are written back as the on: mapping they came from', () => {
+  const def = parseWorkflowText(
+    'on:\n  schedule:\n    - cron: "0 2 * * *"\n    - { cron: "30 6 * * 1-5", timezone: Europe/Paris, catch_up: none }\njobs:\n  a: { run: "true" }\n',
+    { source: 'sched.yml', format: 'yaml', id: 'sched' },
+  );
+  roundTrip(def);
+  assert.deepEqual(definitionDocument(def).on, {
+    schedule: [{ cron: '0 2 * * *' }, { cron: '30 6 * * 1-5', timezone: 'Europe/Paris', catch_up: 'none' }],
+  });
+});
+
 test('the array form is written back in the contract form, without its display fields', () => {
   const def = parseWorkflowObject(
     { id: 'arr', name: 'Array', trigger: 'manual', jobs: [{ id: 'a', command: 'true', metadata: { x: 1 } }, { id: 'b', command: 'true', depends_on: ['a'], max_retries: 1 }] },

@@ -220,6 +220,16 @@ export function formatAgo(ms: number, now = Date.now()): string {
   return `${Math.floor(s / 86_400)}d ago`;
 }
 
+/** A time to come, relative to now: `in 42s`, `in 5m`, `in 3h`, `in 2d`; `due` once it has come. */
+export function formatIn(ms: number, now = Date.now()): string {
+  const s = Math.round((ms - now) / 1000);
+  if (s <= 0) return 'due';
+  if (s < 60) return `in ${s}s`;
+  if (s < 3600) return `in ${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `in ${Math.floor(s / 3600)}h`;
+  return `in ${Math.floor(s / 86_400)}d`;
+}
+
 /**
  * An error text in one line: its first non-empty line, plus its last one when they differ (a worker's
  * error is `command exited with code 1; stderr:` followed by the stderr tail, whose last line usually

@@ -3,7 +3,7 @@ import { type Command, Option } from 'commander';
 import type { JobState } from '../../domain/types.js';
 import type { StatusDocument } from '../../protocol/types.js';
 import { STATUS_FILTER_VALUES } from '../../protocol/states.js';
-import { action, formatAgo, intOption, makeClient, paintState, palette, serverOption, table, type ServerOptions } from './common.js';
+import { action, formatAgo, formatIn, intOption, makeClient, paintState, palette, serverOption, table, type ServerOptions } from './common.js';
 
 /** `3/5 done` or `2/5 done, 1 failed`: how far the latest run is. */
 export function jobProgress(doc: StatusDocument): string {
@@ -21,7 +21,7 @@ function lastChange(doc: StatusDocument): number {
 export function registerList(program: Command): void {
   program
     .command('list')
-    .description('list workflows with their status, latest run and progress')
+    .description('list workflows with their status, latest run, progress and next scheduled run')
     .addOption(new Option('--status <state>', 'only workflows whose latest run has a job in this state').choices(STATUS_FILTER_VALUES))
     .option('--search <text>', 'only workflows whose id or name contains this text')
     .option('--limit <n>', 'at most this many (the server caps at 1000)', intOption(1), 100)
@@ -48,9 +48,11 @@ export function registerList(program: Command): void {
           d.run_number === null ? '-' : String(d.run_number),
           jobProgress(d),
           d.trigger || '-',
+          // An older server sends no next_fire_at_ms.
+          d.next_fire_at_ms === null || d.next_fire_at_ms === undefined ? '-' : formatIn(d.next_fire_at_ms, now),
           formatAgo(lastChange(d), now),
         ]);
-        process.stdout.write(`${table(['WORKFLOW', 'NAME', 'STATUS', 'RUN', 'JOBS', 'TRIGGER', 'CHANGED'], rows, p).join('\n')}\n`);
+        process.stdout.write(`${table(['WORKFLOW', 'NAME', 'STATUS', 'RUN', 'JOBS', 'TRIGGER', 'NEXT', 'CHANGED'], rows, p).join('\n')}\n`);
         if (docs.length === opts.limit) process.stdout.write(p.dim(`more may follow: --offset ${opts.offset + opts.limit}\n`));
       }),
     );

@@ -175,6 +175,16 @@ CREATE INDEX runs_finished ON runs(finished_at_ms, workflow_id, run_number) WHER
 CREATE INDEX leases_job ON leases(job_row_id);
 `,
   },
+  {
+    version: 5,
+    name: 'schedules: the next fire time of each workflow',
+    // workflows_next_fire is partial so a scheduler pass reads only scheduled workflows that are due
+    // (docs/architecture.md "Schedules"); `schedules` tells a save whether the fire time must be recomputed.
+    sql: `
+ALTER TABLE workflows ADD COLUMN schedules TEXT, ADD COLUMN next_fire_at_ms BIGINT;
+CREATE INDEX workflows_next_fire ON workflows(next_fire_at_ms) WHERE next_fire_at_ms IS NOT NULL;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -7,6 +7,8 @@ import type {
   DeleteLimits,
   DeleteWorkflowOutcome,
   FailOutcome,
+  FireScheduleOutcome,
+  FireScheduleRequest,
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
@@ -135,6 +137,10 @@ export class PostgresStore implements Store {
 
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
     return runOps.cancelRun(this.sql, workflowId, nowMs);
+  }
+
+  fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {
+    return runOps.fireSchedule(this.sql, req);
   }
 
   claim(req: ClaimRequest): Promise<Claimed[]> {

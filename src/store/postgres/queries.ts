@@ -51,6 +51,9 @@ export const QUERIES = {
   listWorkflows: `SELECT * FROM workflows
     WHERE $3::text IS NULL OR strpos(lower(id), $3) > 0 OR strpos(lower(name), $3) > 0
     ORDER BY id LIMIT $1::int OFFSET $2::int`,
+  /** Due schedules, an ordered range read of workflows_next_fire. $1 now, $2 limit. */
+  dueSchedules: `SELECT * FROM workflows WHERE next_fire_at_ms IS NOT NULL AND next_fire_at_ms <= $1::bigint
+    ORDER BY next_fire_at_ms LIMIT $2::int`,
   /** $1 limit, $2 offset, $3 job state, $4 search (lower-case, or null); idle workflows count as all-pending. */
   listWorkflowsWithJobStatus: `SELECT w.* FROM workflows w
     WHERE (EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = $3)
@@ -112,21 +115,29 @@ export const QUERIES = {
 
   // -------------------------------------------------------------------------------- workflows
   /** $1 id, $2 name, $3 trigger, $4 definition (JSON), $5 source, $6 hash, $7 created, $8 updated, $9 latest run. A row when created. */
-  createWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
-    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int)
+  createWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
+      schedules, next_fire_at_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
     ON CONFLICT (id) DO NOTHING RETURNING id`,
   /**
-   * Same parameters as createWorkflow. No row: unchanged. `created` tells an insert from an update:
+   * $10 schedules (JSON or null), $11 next fire time. Same parameters as createWorkflow. No row: unchanged. `created` tells an insert from an update:
    * a row version made by ON CONFLICT DO UPDATE carries the updater's xid in xmax, a fresh insert 0.
    */
-  saveWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
-    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int)
+  saveWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
+      schedules, next_fire_at_ms)
+    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
     ON CONFLICT (id) DO UPDATE SET name = excluded.name, trigger = excluded.trigger, definition = excluded.definition,
-      hash = excluded.hash, source = excluded.source, updated_at_ms = excluded.updated_at_ms
+      hash = excluded.hash, source = excluded.source, updated_at_ms = excluded.updated_at_ms,
+      -- Kept while the schedules stay the same, so a pending catch-up survives an edit of the jobs.
+      next_fire_at_ms = CASE WHEN workflows.schedules IS NOT DISTINCT FROM excluded.schedules
+        THEN workflows.next_fire_at_ms ELSE excluded.next_fire_at_ms END,
+      schedules = excluded.schedules
     WHERE workflows.hash <> excluded.hash OR workflows.source <> excluded.source
     RETURNING (xmax = 0) AS created`,
 
   // ------------------------------------------------------------------------------------- runs
+  /** $1 workflow id, $2 next fire time (or null). */
+  setNextFire: `UPDATE workflows SET next_fire_at_ms = $2::bigint WHERE id = $1`,
   /** Locks the workflow row: concurrent starts of one workflow queue here. $1 workflow id. */
   lockWorkflow: `SELECT 1 FROM workflows WHERE id = $1 FOR UPDATE`,
   /**
@@ -134,7 +145,7 @@ export const QUERIES = {
    * includes the run a start we waited for has just committed (a join in the locking statement would
    * still see the run as it was before). $1 workflow id.
    */
-  latestRunOf: `SELECT w.hash, w.latest_run, r.status AS latest_status
+  latestRunOf: `SELECT w.hash, w.latest_run, r.status AS latest_status, w.next_fire_at_ms
     FROM workflows w LEFT JOIN runs r ON r.workflow_id = w.id AND r.run_number = w.latest_run
     WHERE w.id = $1`,
   /**

@@ -20,6 +20,7 @@ export function makeReads(q: Exec): StoreReads {
           : await q(QUERIES.listWorkflows, [limit, offset, needle])
       ).map(toWorkflow);
     },
+    dueSchedules: async (nowMs, limit) => (await q(QUERIES.dueSchedules, [nowMs, limit])).map(toWorkflow),
     getRun: async (workflowId, runNumber) => {
       const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
       return row ? toRun(row) : null;

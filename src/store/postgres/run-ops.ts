@@ -3,21 +3,23 @@ import type {
   CancelRunOutcome,
   ClaimRequest,
   Claimed,
+  FireScheduleOutcome,
+  FireScheduleRequest,
   StartRunOutcome,
   StartRunRequest,
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
-import { jobRow, newLease, toJob, toRun, toWorker } from '../rows.js';
+import { jobRow, newLease, schedulesColumn, toJob, toRun, toWorker } from '../rows.js';
 import { settleRunIfOver } from './failures.js';
 import { QUERIES } from './queries.js';
-import { StartOver, transaction, writeStatement, type Sql } from './tx.js';
+import { StartOver, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
 /** Workflows, runs, claims and workers: the operations that are not lease calls. */
 
 const workflowParams = (rec: WorkflowRecord) => [
   rec.id, rec.name, rec.trigger, JSON.stringify(rec.definition), rec.source, rec.hash,
-  rec.created_at_ms, rec.updated_at_ms, rec.latest_run,
+  rec.created_at_ms, rec.updated_at_ms, rec.latest_run, schedulesColumn(rec.definition), rec.next_fire_at_ms ?? null,
 ];
 
 export async function createWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'exists'> {
@@ -50,28 +52,56 @@ export async function startRun(
     if (!wf) return { kind: 'not_found' };
     if (wf.hash !== req.expected_hash) return { kind: 'stale' };
     if (wf.latest_status === 'running') return { kind: 'active', run_number: wf.latest_run as number };
-    const runNumber = (wf.latest_run as number) + 1;
-    const [row] = await q(QUERIES.insertRun, [
-      req.workflow_id,
-      runNumber,
-      req.now_ms,
-      req.jobs.map((j) => jobRow(j, runNumber)),
-      req.label_sets.map((s) => s.key),
-    ]);
-    const missing = new Set(row!.missing_label_keys as string[]);
-    if (missing.size > 0) {
-      const sets = req.label_sets
-        .filter((s) => missing.has(s.key))
-        .map((s) => ({ key: s.key, labels: JSON.stringify(s.labels) }));
-      // Both go out together; the table lock is held from here to COMMIT only (see lockLabelSets).
-      await Promise.all([q(QUERIES.lockLabelSets), q(QUERIES.insertLabelSets, [sets])]);
-    }
-    return {
-      kind: 'started',
-      run: toRun(row!),
-      changes: req.jobs.map((j) => ({ workflow_id: req.workflow_id, run_number: runNumber, job_id: j.job_id })),
-    };
+    return insertNextRun(q, req, wf.latest_run as number);
   });
+}
+
+/**
+ * One due time of the workflow's schedules, in one transaction with the run it starts. The workflow row
+ * is locked first, as a run start does, and next_fire_at_ms is read after the lock: of several
+ * schedulers calling with the same time, the first moves it on and the others then read the new value
+ * and answer `taken` (docs/architecture.md "Schedules").
+ */
+export async function fireSchedule(sql: Sql, req: FireScheduleRequest): Promise<FireScheduleOutcome> {
+  return transaction(sql, async (q): Promise<FireScheduleOutcome> => {
+    const [, [wf]] = await Promise.all([
+      q(QUERIES.lockWorkflow, [req.workflow_id]),
+      q(QUERIES.latestRunOf, [req.workflow_id]),
+      q(QUERIES.dropStaleLogChunks, [req.workflow_id]),
+    ]);
+    if (!wf) return { kind: 'not_found' };
+    if (wf.next_fire_at_ms !== req.fire_at_ms) return { kind: 'taken' };
+    if (wf.hash !== req.expected_hash) return { kind: 'stale' };
+    await q(QUERIES.setNextFire, [req.workflow_id, req.next_fire_at_ms]);
+    if (!req.start) return { kind: 'advanced' };
+    if (wf.latest_status === 'running') return { kind: 'skipped', run_number: wf.latest_run as number };
+    return insertNextRun(q, req, wf.latest_run as number);
+  });
+}
+
+/** Inserts run latest + 1 with its jobs and label sets; the caller holds the workflow row's lock. */
+async function insertNextRun(q: Exec, req: StartRunRequest, latestRun: number): Promise<StartRunOutcome & { kind: 'started' }> {
+  const runNumber = latestRun + 1;
+  const [row] = await q(QUERIES.insertRun, [
+    req.workflow_id,
+    runNumber,
+    req.now_ms,
+    req.jobs.map((j) => jobRow(j, runNumber)),
+    req.label_sets.map((s) => s.key),
+  ]);
+  const missing = new Set(row!.missing_label_keys as string[]);
+  if (missing.size > 0) {
+    const sets = req.label_sets
+      .filter((s) => missing.has(s.key))
+      .map((s) => ({ key: s.key, labels: JSON.stringify(s.labels) }));
+    // Both go out together; the table lock is held from here to COMMIT only (see lockLabelSets).
+    await Promise.all([q(QUERIES.lockLabelSets), q(QUERIES.insertLabelSets, [sets])]);
+  }
+  return {
+    kind: 'started',
+    run: toRun(row!),
+    changes: req.jobs.map((j) => ({ workflow_id: req.workflow_id, run_number: runNumber, job_id: j.job_id })),
+  };
 }
 
 /** A run has few jobs in motion; a fence needs about as many rounds as completions race it. */

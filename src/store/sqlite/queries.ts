@@ -9,14 +9,27 @@ export const QUERIES = {
 
   /** ? id */
   getWorkflow: `SELECT * FROM workflows WHERE id = ?`,
-  /** @id @name @trigger @definition (JSON) @source @hash @created_at_ms @updated_at_ms @latest_run; no row when the id is taken */
-  insertWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
-    VALUES (@id, @name, @trigger, @definition, @source, @hash, @created_at_ms, @updated_at_ms, @latest_run)
+  /**
+   * @id @name @trigger @definition (JSON) @source @hash @created_at_ms @updated_at_ms @latest_run @schedules (JSON or
+   * null) @next_fire_at_ms; no row when the id is taken
+   */
+  insertWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
+      schedules, next_fire_at_ms)
+    VALUES (@id, @name, @trigger, @definition, @source, @hash, @created_at_ms, @updated_at_ms, @latest_run, @schedules, @next_fire_at_ms)
     ON CONFLICT (id) DO NOTHING`,
-  /** @id @name @trigger @definition (JSON) @source @hash @updated_at_ms */
+  /**
+   * @id @name @trigger @definition (JSON) @source @hash @updated_at_ms @schedules @next_fire_at_ms; the next fire time
+   * is kept while the schedules stay the same, so a pending catch-up survives an edit of the jobs
+   */
   updateWorkflowDefinition: `UPDATE workflows
-    SET name = @name, trigger = @trigger, definition = @definition, source = @source, hash = @hash, updated_at_ms = @updated_at_ms
+    SET name = @name, trigger = @trigger, definition = @definition, source = @source, hash = @hash, updated_at_ms = @updated_at_ms,
+      next_fire_at_ms = CASE WHEN schedules IS @schedules THEN next_fire_at_ms ELSE @next_fire_at_ms END, schedules = @schedules
     WHERE id = @id`,
+  /** ? next_fire_at_ms, ? id */
+  setNextFire: `UPDATE workflows SET next_fire_at_ms = ? WHERE id = ?`,
+  /** Due schedules, an ordered range read of workflows_next_fire. ? now_ms, ? limit */
+  dueSchedules: `SELECT * FROM workflows WHERE next_fire_at_ms IS NOT NULL AND next_fire_at_ms <= ?
+    ORDER BY next_fire_at_ms LIMIT ?`,
   /** ? run_number, ? id */
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
   /** ? limit, ? offset */

@@ -60,5 +60,6 @@ export function makeReads(c: Conn): StoreReads {
         labels: JSON.parse(r.labels) as string[],
       })),
     activeJobCounts: async () => c.q('activeJobCounts').all() as ActiveJobCount[],
+    dueSchedules: async (nowMs, limit) => (c.q('dueSchedules').all(nowMs, limit) as Row[]).map(toWorkflow),
   };
 }

@@ -1,13 +1,22 @@
 import { runStateFromCounts } from '../../domain/run-state.js';
-import type { CancelRunOutcome, JobChange, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
-import { jobRow, toRun, toWorkflow, type Row } from '../rows.js';
+import type {
+  CancelRunOutcome,
+  FireScheduleOutcome,
+  FireScheduleRequest,
+  JobChange,
+  RunRecord,
+  StartRunOutcome,
+  StartRunRequest,
+  WorkflowRecord,
+} from '../store.js';
+import { jobRow, schedulesColumn, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { finishJobs } from './settle.js';
 
 /** Workflows and runs as synchronous operations (see operations.ts). */
 
 function workflowRow(rec: WorkflowRecord): Row {
-  return { ...rec, definition: JSON.stringify(rec.definition) };
+  return { ...rec, definition: JSON.stringify(rec.definition), schedules: schedulesColumn(rec.definition), next_fire_at_ms: rec.next_fire_at_ms ?? null };
 }
 
 export function createWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'exists' {
@@ -31,6 +40,8 @@ export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated
     source: rec.source,
     hash: rec.hash,
     updated_at_ms: rec.updated_at_ms,
+    schedules: schedulesColumn(rec.definition),
+    next_fire_at_ms: rec.next_fire_at_ms ?? null,
   });
   return 'updated';
 }
@@ -73,6 +84,24 @@ export function startRun(
   for (const set of req.label_sets) insertLabelSet.run(set.key, JSON.stringify(set.labels));
   c.q('setLatestRun').run(runNumber, wf.id);
   return { kind: 'started', run, changes };
+}
+
+/**
+ * One due time of the workflow's schedules. Under the single writer nothing moves between the check of
+ * next_fire_at_ms and its update, so of several schedulers calling with the same time one proceeds.
+ */
+export function fireSchedule(c: Conn, req: FireScheduleRequest): FireScheduleOutcome {
+  const row = c.q('getWorkflow').get(req.workflow_id) as Row | undefined;
+  if (!row) return { kind: 'not_found' };
+  const wf = toWorkflow(row);
+  if (wf.next_fire_at_ms !== req.fire_at_ms) return { kind: 'taken' };
+  if (wf.hash !== req.expected_hash) return { kind: 'stale' };
+  c.q('setNextFire').run(req.next_fire_at_ms, req.workflow_id);
+  if (!req.start) return { kind: 'advanced' };
+  const started = startRun(c, req);
+  if (started.kind === 'active') return { kind: 'skipped', run_number: started.run_number };
+  if (started.kind !== 'started') throw new Error(`startRun answered ${started.kind} for a workflow just read`);
+  return started;
 }
 
 /** Cancels what is left of the latest run, voiding the leases of its running jobs. */

@@ -9,6 +9,8 @@ import type {
   DeleteLimits,
   DeleteWorkflowOutcome,
   FailOutcome,
+  FireScheduleOutcome,
+  FireScheduleRequest,
   HeartbeatOutcome,
   IncomingChunk,
   JobChange,
@@ -102,6 +104,10 @@ export class SqliteStore implements Store {
 
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
     return this.write('cancelRun', [workflowId, nowMs]);
+  }
+
+  fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {
+    return this.write('fireSchedule', [req]);
   }
 
   claim(req: ClaimRequest): Promise<Claimed[]> {
