@@ -68,6 +68,15 @@ export interface JobPresentation {
   collapsed: boolean;
 }
 
+/** One declared input of a workflow (README "Workflow definitions"). */
+export interface InputSpec {
+  /** Used when a run is started without a value; null: none. */
+  default: string | null;
+  /** A run without a value is refused. */
+  required: boolean;
+  description: string | null;
+}
+
 /** A validated workflow definition. */
 export interface WorkflowDefinition {
   id: string;
@@ -78,6 +87,8 @@ export interface WorkflowDefinition {
   env: Record<string, string>;
   /** Jobs in definition order. */
   jobs: JobSpec[];
+  /** Declared run inputs by name; absent when none are declared (so such a definition hashes as before). */
+  inputs?: Record<string, InputSpec>;
 }
 
 /** Map from upstream job id to that job's outputs. */

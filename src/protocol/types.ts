@@ -189,6 +189,10 @@ export interface RunView {
   finished_at: string | null;
   created_at_ms: number;
   finished_at_ms: number | null;
+  /** The run's input values (README "Run inputs"); {} when it has none. */
+  inputs: Record<string, string>;
+  /** The run this one re-runs (README "Re-running a run"); null for a run started afresh. */
+  rerun_of: number | null;
 }
 
 /**
@@ -219,6 +223,9 @@ export interface RunSummary {
   finished_at_ms: number | null;
   /** Jobs of the run in each state; states no job is in are left out. */
   job_counts: Partial<Record<JobState, number>>;
+  /** As in the status document's `run`. */
+  inputs: Record<string, string>;
+  rerun_of: number | null;
 }
 
 export interface CancelResponse extends StatusDocument {

@@ -434,7 +434,7 @@ jobs:
 `);
     expectIssue(issues, null, 'nmae', /unknown key 'nmae' \(did you mean 'name'\?\)/);
     expectIssue(issues, null, 'trigger', /did you mean 'on'\?/);
-    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, jobs\)/);
+    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, jobs\)/);
     expectIssue(issues, 'a', 'need', /unknown key 'need' \(did you mean 'needs'\?\)/);
     expectIssue(issues, 'a', 'lables', /did you mean 'labels'\?/);
     expectIssue(issues, 'a', 'depends_on', /did you mean 'needs'\?/);
@@ -837,4 +837,60 @@ test('a NUL character in a string is refused with the job and field named', () =
     () => parseWorkflowObject({ id: 'n', jobs: { a: { run: 'echo a\u0000b' } } }, { source: 'body' }),
     (err: any) => err.issues.some((i: any) => i.job === 'a' && /NUL/.test(i.message)),
   );
+});
+
+describe('inputs', () => {
+  test('declared inputs are normalised: default as text, required, description; none declared leaves the hash as before', () => {
+    const def = yaml(`
+inputs:
+  branch:
+    required: true
+    description: what to build
+  retries: { default: 3 }
+  dry-run: { default: false }
+  note:
+jobs:
+  a: { run: "true" }
+`);
+    assert.deepEqual(def.inputs, {
+      branch: { default: null, required: true, description: 'what to build' },
+      'dry-run': { default: 'false', required: false, description: null },
+      note: { default: null, required: false, description: null },
+      retries: { default: '3', required: false, description: null },
+    });
+    const plain = yaml('jobs:\n  a: { run: "true" }\n');
+    assert.equal('inputs' in plain, false);
+    assert.equal(definitionHash(yaml('inputs: {}\njobs:\n  a: { run: "true" }\n')), definitionHash(plain));
+    // The array form takes them too.
+    assert.deepEqual(body({ id: 'n', name: 'n', inputs: { x: { default: 'y' } }, jobs: [{ id: 'a', command: 'true' }] }).inputs, {
+      x: { default: 'y', required: false, description: null },
+    });
+  });
+
+  test('bad inputs are reported with their path', () => {
+    const issues = bodyIssues({
+      inputs: {
+        '9lives': {},
+        'a-b': {},
+        a_b: {},
+        both: { required: true, default: 'x' },
+        typo: { defualt: 'x' },
+        kind: { required: 'yes' },
+        nested: { default: ['x'] },
+        nul: { default: 'a\u0000b' },
+        flat: 'x',
+      },
+      jobs: { a: { run: 'true' } },
+    });
+    expectIssue(issues, null, 'inputs.9lives', /invalid input name '9lives'/);
+    expectIssue(issues, null, 'inputs.a_b', /input 'a_b' and input 'a-b' would both be WEFT_INPUT_A_B/);
+    expectIssue(issues, null, 'inputs.both', /cannot be required/);
+    expectIssue(issues, null, 'inputs.typo.defualt', /did you mean 'default'/);
+    expectIssue(issues, null, 'inputs.kind.required', /must be true or false/);
+    expectIssue(issues, null, 'inputs.nested.default', /must be a string/);
+    expectIssue(issues, null, 'inputs.nul.default', /NUL/);
+    expectIssue(issues, null, 'inputs.flat', /must be a mapping/);
+    expectIssue(bodyIssues({ inputs: ['x'], jobs: { a: { run: 'true' } } }), null, 'inputs', /must be a mapping of input name/);
+    expectIssue(bodyIssues({ params: {}, jobs: { a: { run: 'true' } } }), null, 'params', /did you mean 'inputs'/);
+  });
 });

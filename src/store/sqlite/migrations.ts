@@ -152,6 +152,16 @@ CREATE INDEX runs_finished ON runs(finished_at_ms, workflow_id, run_number) WHER
 CREATE INDEX leases_job ON leases(job_row_id);
 `,
   },
+  {
+    version: 5,
+    name: 'runs: inputs and the run a re-run repeats',
+    // inputs: the run's input values as a JSON object (NULL: none); rerun_of: the run a re-run was made
+    // from (README "Re-running a run"). Both only ever read with their run row.
+    sql: `
+ALTER TABLE runs ADD COLUMN inputs TEXT;
+ALTER TABLE runs ADD COLUMN rerun_of INTEGER;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */
