@@ -298,3 +298,17 @@ export interface LogEndEvent {
   status: JobState;
   run_number: number | null;
 }
+
+/** The optional body of `POST /api/workflows/{id}/run`. */
+export interface RunRequest {
+  /** Values of the workflow's declared inputs, by name. */
+  inputs?: Record<string, string>;
+}
+
+/** The optional body of `POST /api/workflows/{id}/runs/{n}/rerun`: `only` or `from`, not both. */
+export interface RerunRequest {
+  /** `failed` (default): jobs that did not succeed run again; `all`: every job does. */
+  only?: 'failed' | 'all';
+  /** Run this job and everything downstream of it again. */
+  from?: string;
+}
