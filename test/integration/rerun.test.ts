@@ -162,9 +162,18 @@ test('re-run: only failed keeps the outputs of what succeeded; from: X runs X an
   assert.deepEqual(lines(ran).sort(), ['flaky', 'join']);
   assert.deepEqual(jobOf(run3, 'join').outputs, { got: `${sha}@prod` });
 
+  // from: join, whose needs are all kept: queued at once with their outputs.
+  fs.rmSync(ran);
+  const fromJoin = await api.post('/api/workflows/pipe/runs/3/rerun', { from: 'join' });
+  assert.equal(fromJoin.status, 202, fromJoin.text);
+  assert.notEqual(jobOf(fromJoin.body, 'join').state, 'pending');
+  const joined = await api.settled('pipe');
+  assert.deepEqual(lines(ran), ['join']);
+  assert.deepEqual(jobOf(joined, 'join').outputs, { got: `${sha}@prod` });
+
   // only all: every job again, a with a new output that join receives.
   fs.rmSync(ran);
-  assert.equal((await api.post('/api/workflows/pipe/runs/3/rerun', { only: 'all' })).status, 202);
+  assert.equal((await api.post('/api/workflows/pipe/runs/4/rerun', { only: 'all' })).status, 202);
   const run4 = await api.settled('pipe');
   assert.deepEqual(lines(ran).sort(), ['a', 'flaky', 'join', 'side']);
   assert.notEqual(jobOf(run4, 'a').outputs.sha, sha);
@@ -173,7 +182,7 @@ test('re-run: only failed keeps the outputs of what succeeded; from: X runs X an
   const history = await api.get('/api/workflows/pipe/runs');
   assert.deepEqual(
     history.body.map((r: any) => [r.run_number, r.status, r.rerun_of, r.inputs.target]),
-    [[4, 'success', 3, 'prod'], [3, 'success', 2, 'prod'], [2, 'success', 1, 'prod'], [1, 'failed', null, 'prod']],
+    [[5, 'success', 4, 'prod'], [4, 'success', 3, 'prod'], [3, 'success', 2, 'prod'], [2, 'success', 1, 'prod'], [1, 'failed', null, 'prod']],
   );
 });
 
