@@ -5,6 +5,7 @@
  */
 import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -433,6 +434,24 @@ test('run --follow shows every attempt once, even those that came and went betwe
   assert.deepEqual([...order].sort((x, y) => x - y), order, `attempts out of order:\n${r.stdout}`);
   // The error in one line: what failed and the last thing it said.
   assert.match(r.stdout, /^a\s+failed\s+attempt 3\/3\s.*\scommand exited with code 1: test_fetch_remote FAILED: try 2 timed out$/m);
+});
+
+test('run --follow shows each step of a steps: job as a heading, by name or by command', async (t) => {
+  const id = uniqueId('follow-steps');
+  await createWorkflow(t, id, { a: { steps: [{ name: 'Fetch deps', run: 'echo fetched' }, { run: 'echo built' }] } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+  const c = await until(() => api.claim('cli-test-worker', [], 30), 'the steps job');
+  // The job's own command, run by sh as a worker would, prints the step lines itself.
+  const ran = spawnSync('sh', ['-c', c.job.command], { encoding: 'utf8' });
+  assert.equal(ran.status, 0, ran.stderr);
+  await pushLog(c.lease.lease_id, 0, ran.stdout);
+  await complete(c.lease.lease_id);
+
+  const r = await p.finished;
+  assert.equal(r.code, 0, r.output);
+  const order = ['a | --- step 1/2: Fetch deps ---', 'a | fetched', 'a | --- step 2/2: echo built ---', 'a | built'].map((l) => onceAt(r.stdout, l));
+  assert.deepEqual([...order].sort((x, y) => x - y), order, r.stdout);
 });
 
 test('run --follow shows why a retry is waiting while it waits', async (t) => {

@@ -173,9 +173,20 @@ jobs:
 });
 
 describe('steps', () => {
-  test('single-line steps are joined with &&', () => {
+  test('single-line steps are joined with &&, each announced by a ::step line with its name or command', () => {
     const def = yaml('jobs:\n  a:\n    steps:\n      - name: one\n        run: echo one\n      - run: echo two\n');
-    assert.equal(job(def, 'a').command, 'echo one && echo two');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/2 %s\\n' 'one' && echo one && printf '::step 2/2 %s\\n' 'echo two' && echo two",
+    );
+  });
+
+  test('step names are quoted for sh whatever they hold', () => {
+    const names = ["it's", '$(rm -rf /) `x` %s \\n', '# not a comment; & not a job'];
+    const def = body({ jobs: { a: { steps: names.map((name, i) => ({ name, run: `echo ${i}` })) } } }, { id: 'x' });
+    const result = spawnSync('sh', ['-c', job(def, 'a').command], { encoding: 'utf8' });
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stdout, names.map((n, i) => `::step ${i + 1}/3 ${n}\n${i}\n`).join(''));
   });
 
   test('a single step is the command as is', () => {
@@ -184,12 +195,20 @@ describe('steps', () => {
 
   test('a multi-line step is wrapped in a group so && applies to all of it', () => {
     const def = yaml('jobs:\n  a:\n    steps:\n      - run: echo start\n      - run: |\n          echo a\n          echo b\n      - run: echo end\n');
-    assert.equal(job(def, 'a').command, 'echo start && { echo a\necho b\n} && echo end');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/3 %s\\n' 'echo start' && echo start && printf '::step 2/3 %s\\n' 'echo a' && { echo a\necho b\n} && " +
+        "printf '::step 3/3 %s\\n' 'echo end' && echo end",
+    );
   });
 
   test('steps with ; or a comment are grouped too', () => {
     const def = body({ jobs: { a: { steps: [{ run: 'cd /tmp; ls' }, { run: 'echo hi # greet' }, { run: 'echo end' }] } } }, { id: 'x' });
-    assert.equal(job(def, 'a').command, '{ cd /tmp; ls\n} && { echo hi # greet\n} && echo end');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/3 %s\\n' 'cd /tmp; ls' && { cd /tmp; ls\n} && printf '::step 2/3 %s\\n' 'echo hi # greet' && " +
+        "{ echo hi # greet\n} && printf '::step 3/3 %s\\n' 'echo end' && echo end",
+    );
   });
 
   test('the joined command stops at the first failing step when run by sh', () => {
@@ -209,7 +228,7 @@ describe('steps', () => {
     );
     const result = spawnSync('sh', ['-c', job(def, 'a').command], { encoding: 'utf8' });
     assert.equal(result.status, 1);
-    assert.equal(result.stdout, 'one\ntwo\n');
+    assert.equal(result.stdout, '::step 1/3 echo one\none\n::step 2/3 echo two\ntwo\n');
   });
 
   test('step errors name the step', () => {

@@ -102,8 +102,16 @@ function logLines(jobId: string, data: string, width: number, p: Palette, stream
   // stderr goes to stderr; on a terminal, where both streams mix, its lines are red as well.
   const prefix = stream === 'stderr' ? palette(process.stderr).red(jobId.padEnd(width)) : p.cyan(jobId.padEnd(width));
   return lines(data)
-    .map((l) => `${prefix} | ${l}\n`)
+    .map((l) => `${prefix} | ${stream === 'stderr' ? l : stepHeading(l, p)}\n`)
     .join('');
+}
+
+const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
+
+/** The `::step i/n name` line a `steps:` job prints before each step (README "Workflow definitions"), as a heading. */
+function stepHeading(line: string, p: Palette): string {
+  const m = STEP_LINE.exec(line);
+  return m === null ? line : p.bold(`--- step ${m[1]}: ${m[2]} ---`);
 }
 
 function runSummary(doc: StatusDocument, p: Palette): string {
