@@ -49,6 +49,12 @@ test('inputs: declared, defaulted, checked, and given to every job as WEFT_INPUT
   const nul = await api.post('/api/workflows/deploy/run', { inputs: { branch: 'a\u0000b' } });
   assert.equal(nul.status, 400, nul.text);
   assert.match(nul.body.message, /"branch" must not contain a NUL/);
+  const long = await api.post('/api/workflows/deploy/run', { inputs: { branch: 'x'.repeat(65_537) } });
+  assert.equal(long.status, 400, long.text.slice(0, 200));
+  assert.match(long.body.message, /body\.inputs\.branch must NOT have more than 65536 characters/);
+  const many = await api.post('/api/workflows/deploy/run', { inputs: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`i${i}`, 'v'])) });
+  assert.equal(many.status, 400, many.text);
+  assert.match(many.body.message, /body\.inputs must NOT have more than 100 properties/);
 
   const started = await api.post('/api/workflows/deploy/run', { inputs: { branch: 'feature/x y' } });
   assert.equal(started.status, 202, started.text);
