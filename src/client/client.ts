@@ -20,6 +20,8 @@ import type {
   LogChunkView,
   LogEndEvent,
   PushLogsResponse,
+  RerunRequest,
+  RunRequest,
   RunSummary,
   StatusDocument,
   WorkerView,
@@ -142,8 +144,21 @@ export class WorkflowClient {
     return this.request('GET', `/api/workflows/${enc(id)}/status`);
   }
 
-  runWorkflow(id: string): Promise<StatusDocument> {
-    return this.request('POST', `/api/workflows/${enc(id)}/run`);
+  /**
+   * Starts the next run, with values for the workflow's declared inputs. Without inputs no body is
+   * sent, as before; a server older than run inputs ignores them (its answer has no `run.inputs`).
+   */
+  runWorkflow(id: string, opts: RunRequest = {}): Promise<StatusDocument> {
+    const body = opts.inputs !== undefined && Object.keys(opts.inputs).length > 0 ? { inputs: opts.inputs } : undefined;
+    return this.request('POST', `/api/workflows/${enc(id)}/run`, body);
+  }
+
+  /**
+   * Starts the next run as a re-run of run `runNumber`: `{only: 'failed'}` (the default) or `{only: 'all'}`,
+   * or `{from: jobId}`. The jobs not run again keep run `runNumber`'s outputs.
+   */
+  rerun(id: string, runNumber: number, opts: RerunRequest = {}): Promise<StatusDocument> {
+    return this.request('POST', `/api/workflows/${enc(id)}/runs/${runNumber}/rerun`, opts);
   }
 
   /** A page of the workflow's runs, newest first, each with its jobs counted by state. */

@@ -23,6 +23,18 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
   } else if (def.trigger !== null) {
     doc.on = def.trigger;
   }
+  if (def.inputs && Object.keys(def.inputs).length > 0) {
+    doc.inputs = Object.fromEntries(
+      Object.entries(def.inputs).map(([name, spec]) => [
+        name,
+        {
+          ...(spec.default !== null ? { default: spec.default } : {}),
+          ...(spec.required ? { required: true } : {}),
+          ...(spec.description !== null ? { description: spec.description } : {}),
+        },
+      ]),
+    );
+  }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   for (const job of def.jobs) doc.jobs[job.id] = jobDocument(job);
   // Key order as a file would have it: jobs last.

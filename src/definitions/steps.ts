@@ -3,15 +3,34 @@
  * `set -e` would. A step is wrapped in `{ …\n}` whenever joining it verbatim could change what the
  * `&&` applies to: several lines, `;` or `&` (the next `&&` would only guard the last command), or
  * `#` (a trailing comment would swallow the rest of the line).
+ *
+ * Each step of a job with several is announced by a `::step i/n name` line on stdout before it runs,
+ * so a log shows where each step begins, in any worker (`weft run --follow` draws it as a heading).
  */
 import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
 
 const STEP_KEYS = ['name', 'run'] as const;
 const NEEDS_GROUP = /[\n;&#]/;
 
-export function joinSteps(runs: readonly string[]): string {
-  if (runs.length === 1) return runs[0]!;
-  return runs.map((run) => (NEEDS_GROUP.test(run) ? `{ ${run}\n}` : run)).join(' && ');
+export interface Step {
+  name: string | null;
+  run: string;
+}
+
+export function joinSteps(steps: readonly Step[]): string {
+  if (steps.length === 1) return steps[0]!.run;
+  return steps
+    .map(({ name, run }, i) => `${stepMarker(i + 1, steps.length, name ?? run)} && ${NEEDS_GROUP.test(run) ? `{ ${run}\n}` : run}`)
+    .join(' && ');
+}
+
+const MAX_STEP_TITLE = 80;
+
+/** `printf '::step 2/3 %s\n' 'Build'`; an unnamed step is titled by its command's first line. */
+function stepMarker(index: number, count: number, title: string): string {
+  let text = title.trim().split('\n')[0]!.replace(/\s+/g, ' ');
+  if (text.length > MAX_STEP_TITLE) text = `${text.slice(0, MAX_STEP_TITLE - 1)}…`;
+  return `printf '::step ${index}/${count} %s\\n' '${text.replace(/'/g, "'\\''")}'`;
 }
 
 /** Returns the joined command, or undefined when a step is invalid (already reported). */
@@ -25,7 +44,7 @@ export function readSteps(value: unknown, at: At): string | undefined {
     issues.add(at.job, at.field, 'must contain at least one step');
     return undefined;
   }
-  const runs: string[] = [];
+  const steps: Step[] = [];
   let ok = true;
   value.forEach((step, i) => {
     const stepAt = child(at, i);
@@ -39,7 +58,7 @@ export function readSteps(value: unknown, at: At): string | undefined {
       script: 'run',
       cmd: 'run',
     });
-    if (!isAbsent(step.name)) readString(step.name, child(stepAt, 'name'));
+    const name = isAbsent(step.name) ? null : readString(step.name, child(stepAt, 'name')) ?? null;
     if (isAbsent(step.run)) {
       issues.add(at.job, child(stepAt, 'run').field, 'is required');
       ok = false;
@@ -53,8 +72,8 @@ export function readSteps(value: unknown, at: At): string | undefined {
       ok = false;
     } else {
       // Block scalars (`run: |`) end in a newline that would otherwise sit before `&&`.
-      runs.push(run.replace(/\s+$/, ''));
+      steps.push({ name: name !== null && name.trim() !== '' ? name : null, run: run.replace(/\s+$/, '') });
     }
   });
-  return ok ? joinSteps(runs) : undefined;
+  return ok ? joinSteps(steps) : undefined;
 }

@@ -6,6 +6,7 @@
 import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
+import { readInputs } from './inputs.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn } from './schedule.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
@@ -14,8 +15,8 @@ import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, read
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
-const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'jobs'] as const;
-const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'jobs'] as const;
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'jobs'] as const;
+const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'jobs'] as const;
 
 export interface IdSource {
   /** Imposed id (the file name); a differing `id` in the document is an error. */
@@ -37,18 +38,26 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const doc = value as Plain;
   const arrayForm = Array.isArray(doc.jobs);
   checkKeys(doc, arrayForm ? ARRAY_KEYS : CONTRACT_KEYS, (key, message) => issues.add(null, key, message),
-    arrayForm ? { on: 'trigger' } : { trigger: 'on', environment: 'env', workflow_id: 'id' });
+    arrayForm ? { on: 'trigger', params: 'inputs' } : { trigger: 'on', environment: 'env', workflow_id: 'id', params: 'inputs' });
 
   const id = resolveId(doc.id, ids, issues);
   const name = isAbsent(doc.name) ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
   const on = arrayForm ? { trigger: readTriggerString(doc.trigger, issues), schedules: [] } : readOn(doc.on, issues);
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
+  const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
+  // A scheduled run is started with the inputs' defaults only: one it could not start is refused now.
+  if (on.schedules.length > 0) {
+    for (const [name, spec] of Object.entries(inputs ?? {})) {
+      if (spec.required) issues.add(null, `inputs.${name}`, 'a workflow with on.schedule cannot have a required input: give it a default instead');
+    }
+  }
 
   issues.throwIfAny();
   const def: WorkflowDefinition = { id, name, trigger: on.trigger, env, jobs };
   if (on.schedules.length > 0) def.schedules = on.schedules;
+  if (inputs !== undefined && Object.keys(inputs).length > 0) def.inputs = inputs;
   return def;
 }
 

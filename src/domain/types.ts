@@ -68,6 +68,15 @@ export interface JobPresentation {
   collapsed: boolean;
 }
 
+/** One declared input of a workflow (README "Workflow definitions"). */
+export interface InputSpec {
+  /** Used when a run is started without a value; null: none. */
+  default: string | null;
+  /** A run without a value is refused. */
+  required: boolean;
+  description: string | null;
+}
+
 /** A validated workflow definition. */
 export interface WorkflowDefinition {
   id: string;
@@ -83,6 +92,8 @@ export interface WorkflowDefinition {
    * the hash of a definition without schedules is what it always was.
    */
   schedules?: Schedule[];
+  /** Declared run inputs by name; absent when none are declared (so such a definition hashes as before). */
+  inputs?: Record<string, InputSpec>;
 }
 
 /** One entry of `on.schedule`: a five-field cron expression read in `timezone` (null: UTC). */

@@ -29,8 +29,9 @@ import type { ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './typ
 import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
-import { planRun } from './run-plan.js';
 import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
+import type { RerunScope } from './run-plan.js';
+import { freshRun, rerunOf, type RunStart } from './run-start.js';
 import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
 import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
 
@@ -179,13 +180,31 @@ export class Engine {
 
   // ---------------------------------------------------------------- runs
 
-  /** Starts the next run: numbered from 1, one active run per workflow (409 otherwise). */
-  async run(id: string): Promise<StatusDocument> {
+  /**
+   * Starts the next run: numbered from 1, one active run per workflow (409 otherwise). `inputs` are
+   * checked against the definition's declared inputs (400 naming the unknown and missing ones).
+   */
+  async run(id: string, opts: { inputs?: Readonly<Record<string, string>> } = {}): Promise<StatusDocument> {
+    return this.startRun(id, async (_r, wf, now) => freshRun(wf, opts.inputs ?? {}, now));
+  }
+
+  /**
+   * Starts the next run as a re-run of run `runNumber` (README "Re-running a run"): the jobs `scope`
+   * keeps start as `success` with that run's outputs, the others run again.
+   */
+  async rerun(id: string, runNumber: number, scope: RerunScope): Promise<StatusDocument> {
+    return this.startRun(id, (r, wf, now) => rerunOf(r, wf, runNumber, scope, now));
+  }
+
+  private async startRun(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<StatusDocument> {
     for (let tries = 0; tries < START_RUN_TRIES; tries++) {
-      const wf = await this.store.read((r) => this.requireWorkflow(r, id));
       const now = this.now();
-      const { jobs, labelSets } = planRun(wf.definition, now);
-      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now });
+      const { wf, start } = await this.store.read(async (r) => {
+        const wf = await this.requireWorkflow(r, id);
+        return { wf, start: await plan(r, wf, now) };
+      });
+      const { jobs, labelSets, inputs, rerun_of } = start;
+      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of });
       switch (outcome.kind) {
         case 'not_found':
           throw workflowNotFound(id);
@@ -201,7 +220,10 @@ export class Engine {
           this.labelSets.add(labelSets);
           this.peers.sendLabelSets();
           this.announce(outcome.changes);
-          this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run started');
+          this.log.info(
+            { workflow_id: id, run_number: outcome.run.run_number, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
+            rerun_of !== null ? 'run started (re-run)' : 'run started',
+          );
           return this.status(id);
       }
     }

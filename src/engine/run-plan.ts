@@ -1,48 +1,99 @@
 import { dependentsOf } from '../domain/dag.js';
+import { inputEnvName } from '../domain/inputs.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
-import type { WorkflowDefinition } from '../domain/types.js';
-import type { LabelSet, NewJob } from '../store/store.js';
+import type { UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
+import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
+
+export interface PlanOptions {
+  /** The run's inputs, each given to every job as `WEFT_INPUT_<NAME>`. */
+  inputs?: Readonly<Record<string, string>>;
+  /**
+   * A re-run (README "Re-running a run"): these jobs of an earlier run start as `success` with that
+   * run's outputs and times, and count as satisfied needs for the rest.
+   */
+  kept?: ReadonlyMap<string, JobRecord>;
+}
 
 /**
  * The rows a new run of `def` starts with: roots queued at once, every other job pending with one
- * pending need per entry of `needs` (README "How a run works").
+ * pending need per entry of `needs` (README "How a run works"). A kept job is no pending need, so a job
+ * whose needs are all kept is queued at once with their outputs.
  */
-export function planRun(def: WorkflowDefinition, nowMs: number): { jobs: NewJob[]; labelSets: LabelSet[] } {
+export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
   const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
+  const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), value]));
+  const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
   const jobs = def.jobs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
     if (!labelSets.has(key)) labelSets.set(key, { key, labels });
-    const root = spec.needs.length === 0;
+    const was = kept.get(spec.id);
+    const keptNeeds = spec.needs.filter((n) => kept.has(n));
+    const upstream: UpstreamOutputs = Object.fromEntries(keptNeeds.map((n) => [n, kept.get(n)!.outputs ?? {}]));
+    const ready = was === undefined && keptNeeds.length === spec.needs.length;
     return {
       workflow_id: def.id,
       job_id: spec.id,
       name: spec.name,
       command: spec.command,
-      env: { ...def.env, ...spec.env },
+      // Inputs last: they are the run's own values, whatever the definition's env says.
+      env: { ...def.env, ...spec.env, ...inputEnv },
       labels,
       label_key: key,
       needs: spec.needs,
       dependents: dependents.get(spec.id) ?? [],
-      pending_needs: spec.needs.length,
+      pending_needs: spec.needs.length - keptNeeds.length,
       max_retries: spec.max_retries,
       backoff: spec.backoff,
       timeout_secs: spec.timeout_secs,
-      status: root ? 'queued' : 'pending',
-      attempt: 0,
-      enqueued_at_ms: root ? nowMs : 0,
+      status: was !== undefined ? 'success' : ready ? 'queued' : 'pending',
+      attempt: was?.attempt ?? 0,
+      enqueued_at_ms: was?.enqueued_at_ms ?? (ready ? nowMs : 0),
       delayed_until_ms: 0,
-      ready_at_ms: root ? nowMs : 0,
-      started_at_ms: null,
-      finished_at_ms: null,
+      ready_at_ms: was?.ready_at_ms ?? (ready ? nowMs : 0),
+      started_at_ms: was?.started_at_ms ?? null,
+      finished_at_ms: was?.finished_at_ms ?? null,
       deadline_ms: null,
       error: null,
-      outputs: null,
-      upstream_outputs: {},
-      worker_id: null,
+      outputs: was !== undefined ? (was.outputs ?? {}) : null,
+      upstream_outputs: upstream,
+      worker_id: was?.worker_id ?? null,
       lease_id: null,
     };
   });
   return { jobs, labelSets: [...labelSets.values()] };
+}
+
+export type RerunScope = { only: 'failed' | 'all' } | { from: string };
+
+/**
+ * Which jobs of run `n` a re-run keeps (README "Re-running a run"): jobs that succeeded in run n and
+ * still exist in the current definition, minus those the scope runs again. `only: failed` runs again
+ * every job that did not succeed; `only: all` keeps nothing; `from: X` runs X and everything downstream
+ * of it, and also every job that did not succeed (it has no outputs to keep). A job one of whose needs
+ * runs again runs again too, whatever the scope, so a kept job's outputs always come from kept inputs.
+ */
+export function keptJobs(def: WorkflowDefinition, previous: readonly JobRecord[], scope: RerunScope): Map<string, JobRecord> {
+  const kept = new Map<string, JobRecord>();
+  if ('only' in scope && scope.only === 'all') return kept;
+  const succeeded = new Map(previous.filter((j) => j.status === 'success').map((j) => [j.job_id, j]));
+  const rerun = new Set<string>();
+  if ('from' in scope) rerun.add(scope.from);
+  // Definition order is not topological; go round until nothing changes (a DAG settles in depth passes).
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const spec of def.jobs) {
+      if (kept.has(spec.id) || rerun.has(spec.id)) continue;
+      const was = succeeded.get(spec.id);
+      if (was === undefined || spec.needs.some((n) => rerun.has(n))) {
+        rerun.add(spec.id);
+        changed = true;
+      } else if (spec.needs.every((n) => kept.has(n))) {
+        kept.set(spec.id, was);
+        changed = true;
+      }
+    }
+  }
+  return kept;
 }

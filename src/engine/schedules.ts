@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { type FirePlan, planFires } from '../domain/schedule.js';
 import type { FireScheduleOutcome, LabelSet, Store, WorkflowRecord } from '../store/store.js';
-import { planRun } from './run-plan.js';
+import { freshRun } from './run-start.js';
 
 /**
  * The scheduler pass (docs/api.md "Schedules", docs/architecture.md "Schedules"): every workflow whose
@@ -49,12 +49,14 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
     if (due === null || due > now) return;
     const plan = planOrUnschedule(wf, due, now, opts);
     const start = plan.fire_at_ms !== null;
-    const { jobs, labelSets } = start ? planRun(wf.definition, now) : { jobs: [], labelSets: [] };
+    // A scheduled run takes the inputs' defaults (a scheduled workflow has no required input without one).
+    const { jobs, labelSets, inputs } = start ? freshRun(wf, {}, now) : { jobs: [], labelSets: [], inputs: {} };
     const outcome = await store.fireSchedule({
       workflow_id: wf.id,
       expected_hash: wf.hash,
       jobs,
       label_sets: labelSets,
+      inputs,
       now_ms: now,
       fire_at_ms: due,
       next_fire_at_ms: plan.next_fire_at_ms,

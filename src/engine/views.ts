@@ -32,6 +32,8 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
           finished_at: iso(run.finished_at_ms),
           created_at_ms: run.created_at_ms,
           finished_at_ms: run.finished_at_ms,
+          inputs: run.inputs,
+          rerun_of: run.rerun_of,
         }
       : null,
     source: wf.source,
@@ -55,6 +57,8 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     created_at_ms: run.created_at_ms,
     finished_at_ms: run.finished_at_ms,
     job_counts: byRun.get(run.run_number) ?? {},
+    inputs: run.inputs,
+    rerun_of: run.rerun_of,
   }));
 }
 

@@ -106,6 +106,11 @@ export const putWorkflowExamples: Examples = {
 };
 
 export const runExamples = NO_BODY;
+export const rerunExamples: Examples = {
+  failed: { summary: 'Run again what failed, was cancelled or skipped (the default)', value: { only: 'failed' } },
+  all: { summary: 'Run every job again, with the same inputs', value: { only: 'all' } },
+  from: { summary: 'Run a job and everything downstream of it again', value: { from: 'build' } },
+};
 export const cancelExamples = NO_BODY;
 export const heartbeatExamples = NO_BODY;
 

@@ -92,10 +92,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /api/workflows/:id/run': {
     tag: 'workflows',
     summary: 'Start the next run',
-    description: 'Enqueues the root jobs. Only one run per workflow is active at a time.',
+    description:
+      'Enqueues the root jobs. Only one run per workflow is active at a time. The body is optional: `inputs` gives values ' +
+      "to the workflow's declared inputs (each job gets `WEFT_INPUT_<NAME>`); an undeclared input, or a required one left " +
+      'out, is 400 `invalid_request` naming them (details `unknown_inputs`, `missing_inputs`).',
     errors: ['workflow_not_found', 'run_active'],
     responses: { 202: { description: 'The status document of the new run', schema: shape.statusDocument } },
-    body: IGNORED_BODY,
     bodyOptional: true,
     examples: ex.runExamples,
   },
@@ -271,6 +273,18 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
         },
       },
     },
+  },
+  'POST /api/workflows/:id/runs/:run/rerun': {
+    tag: 'workflows',
+    summary: 'Start the next run as a re-run of run n',
+    description:
+      'A new run from the current definition with run n\'s inputs. `only: "failed"` (the default, also with no body) runs ' +
+      'again every job that did not succeed in run n; `only: "all"` runs every job; `from: <job>` runs that job and ' +
+      'everything downstream of it. The other jobs start as `success` with run n\'s outputs. Give `only` or `from`, not both.',
+    errors: ['workflow_not_found', 'run_not_found', 'run_active', 'nothing_to_rerun'],
+    responses: { 202: { description: 'The status document of the new run', schema: shape.statusDocument } },
+    bodyOptional: true,
+    examples: ex.rerunExamples,
   },
   'GET /api/workflows/:id/runs/:run': {
     tag: 'workflows',

@@ -85,6 +85,8 @@ const runView = {
     finished_at: strOrNull,
     created_at_ms: int,
     finished_at_ms: intOrNull,
+    inputs: { ...stringMap, description: "the run's input values; {} when it has none" },
+    rerun_of: { ...intOrNull, description: 'the run this one re-runs; null for a run started afresh' },
   },
 } as const;
 
@@ -125,6 +127,8 @@ export const runSummary = {
       description: 'jobs of the run in each state; states no job is in are left out',
       additionalProperties: { type: 'integer', minimum: 1 },
     },
+    inputs: { ...stringMap, description: "the run's input values; {} when it has none" },
+    rerun_of: { ...intOrNull, description: 'the run this one re-runs; null for a run started afresh' },
   },
 } as const;
 

@@ -1,4 +1,5 @@
 import { MAX_LABEL_LENGTH, MAX_LABELS } from '../domain/labels.js';
+import { MAX_INPUT_VALUE_LENGTH, MAX_INPUTS } from '../domain/inputs.js';
 import { MAX_LEASE_TTL_SECS } from '../domain/lease.js';
 
 /** JSON schemas shared by the route modules. Bodies reject unknown fields (see validation.ts). */
@@ -44,4 +45,31 @@ export const claimBodyProperties = {
   labels: labelsSchema,
   lease_ttl_secs: leaseTtlSchema,
   wait_secs: waitSecsSchema,
+} as const;
+
+/**
+ * `POST /api/workflows/{id}/run` (docs/api.md). Optional: old clients send no body, or an empty one.
+ * Whether each input is declared is the engine's check; a NUL is refused there too, with the input named.
+ */
+export const runBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    inputs: {
+      type: 'object',
+      maxProperties: MAX_INPUTS,
+      propertyNames: { minLength: 1, maxLength: 128 },
+      additionalProperties: { type: 'string', maxLength: MAX_INPUT_VALUE_LENGTH },
+    },
+  },
+} as const;
+
+/** `POST /api/workflows/{id}/runs/{n}/rerun`: `only` or `from`, not both (checked by the route); none = only failed. */
+export const rerunBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    only: { type: 'string', enum: ['failed', 'all'] },
+    from: { type: 'string', minLength: 1, maxLength: 128, pattern: NO_CONTROL_CHARACTERS },
+  },
 } as const;

@@ -44,3 +44,11 @@ export function describeValidationErrors(part: string, errors: ErrorObject[]): s
 function quote(value: string): string {
   return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
 }
+
+/**
+ * preValidation hook of routes whose body is optional (old clients send none): an absent body is
+ * validated as `{}`, while any body that is sent is held to the route's schema.
+ */
+export async function absentBodyAsEmpty(req: { body: unknown }): Promise<void> {
+  if (req.body === undefined) req.body = {};
+}

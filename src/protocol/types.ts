@@ -189,6 +189,10 @@ export interface RunView {
   finished_at: string | null;
   created_at_ms: number;
   finished_at_ms: number | null;
+  /** The run's input values (README "Run inputs"); {} when it has none. */
+  inputs: Record<string, string>;
+  /** The run this one re-runs (README "Re-running a run"); null for a run started afresh. */
+  rerun_of: number | null;
 }
 
 /**
@@ -221,6 +225,9 @@ export interface RunSummary {
   finished_at_ms: number | null;
   /** Jobs of the run in each state; states no job is in are left out. */
   job_counts: Partial<Record<JobState, number>>;
+  /** As in the status document's `run`. */
+  inputs: Record<string, string>;
+  rerun_of: number | null;
 }
 
 export interface CancelResponse extends StatusDocument {
@@ -294,4 +301,18 @@ export interface LogsQuery {
 export interface LogEndEvent {
   status: JobState;
   run_number: number | null;
+}
+
+/** The optional body of `POST /api/workflows/{id}/run`. */
+export interface RunRequest {
+  /** Values of the workflow's declared inputs, by name. */
+  inputs?: Record<string, string>;
+}
+
+/** The optional body of `POST /api/workflows/{id}/runs/{n}/rerun`: `only` or `from`, not both. */
+export interface RerunRequest {
+  /** `failed` (default): jobs that did not succeed run again; `all`: every job does. */
+  only?: 'failed' | 'all';
+  /** Run this job and everything downstream of it again. */
+  from?: string;
 }

@@ -58,7 +58,14 @@ export function toRun(r: Row): RunRecord {
     status: r.status as RunState,
     created_at_ms: r.created_at_ms as number,
     finished_at_ms: (r.finished_at_ms as number | null) ?? null,
+    inputs: r.inputs === null || r.inputs === undefined ? {} : (JSON.parse(r.inputs as string) as Record<string, string>),
+    rerun_of: (r.rerun_of as number | null | undefined) ?? null,
   };
+}
+
+/** The runs.inputs column: NULL for a run without inputs, so runs that have none cost nothing. */
+export function inputsColumn(inputs: Readonly<Record<string, string>>): string | null {
+  return Object.keys(inputs).length === 0 ? null : JSON.stringify(inputs);
 }
 
 export function toJob(r: Row): JobRecord {

@@ -41,6 +41,10 @@ export interface RunRecord {
   status: RunState;
   created_at_ms: number;
   finished_at_ms: number | null;
+  /** The run's input values ({} when it has none). */
+  inputs: Record<string, string>;
+  /** The run a re-run was made from; null for a run started afresh. */
+  rerun_of: number | null;
 }
 
 export interface RunJobCount extends RunKey {
@@ -364,6 +368,10 @@ export interface StartRunRequest {
   jobs: readonly NewJob[];
   label_sets: readonly LabelSet[];
   now_ms: number;
+  /** Stored on the run as they are; absent: none. */
+  inputs?: Readonly<Record<string, string>>;
+  /** A re-run: the run it was made from. Its jobs may then start as `success`, but at least one must not. */
+  rerun_of?: number | null;
 }
 
 export interface ClaimRequest {
@@ -416,7 +424,8 @@ export interface Store {
   // runs
   /**
    * Starts run latest_run + 1 with the given jobs (roots `queued`, the rest `pending` with
-   * `pending_needs` = their number of needs), unless the latest run is still running. Run numbers are
+   * `pending_needs` = their number of needs not yet `success`; a re-run's kept jobs start as `success`),
+   * unless the latest run is still running. Run numbers are
    * unique and gapless per workflow. `expected_hash` guards against a definition that changed after
    * the jobs were built from it. The label sets of the jobs are recorded too.
    */

@@ -118,3 +118,72 @@ test('cancel: cancels the active run and names its jobs; with nothing active it 
   const json = JSON.parse((await weft(['cancel', 'stop', '--json'])).stdout);
   assert.deepEqual(json.cancelled_jobs, []);
 });
+
+test('run --input gives the run its inputs; a missing required one, a malformed or repeated --input are refused', async () => {
+  await api.createWorkflow({ id: 'inp', inputs: { branch: { required: true }, mode: { default: 'fast' } }, jobs: { a: { run: 'true', labels: ['inp'] } } });
+  const missing = await weft(['run', 'inp']);
+  assert.equal(missing.code, 1, missing.output);
+  assert.match(missing.output, /400 Bad Request: .*required input "branch" not given/);
+  const malformed = await weft(['run', 'inp', '--input', 'branch']);
+  assert.notEqual(malformed.code, 0);
+  assert.match(malformed.output, /expected name=value, got 'branch'/);
+  const twice = await weft(['run', 'inp', '--input', 'branch=a', '-i', 'branch=b']);
+  assert.notEqual(twice.code, 0);
+  assert.match(twice.output, /input 'branch' given twice/);
+
+  const r = await weft(['run', 'inp', '--input', 'branch=release/1.0=rc', '--json']);
+  assert.equal(r.code, 0, r.output);
+  const doc = JSON.parse(r.stdout);
+  assert.deepEqual(doc.run.inputs, { branch: 'release/1.0=rc', mode: 'fast' });
+  const c = await api.claim('w-inp', ['inp']);
+  assert.equal(c?.job.env.WEFT_INPUT_BRANCH, 'release/1.0=rc');
+  assert.equal(c?.job.env.WEFT_INPUT_MODE, 'fast');
+});
+
+test('rerun: the latest run by default, keeping what succeeded; --from, --all, --run, --json; and its refusals', async () => {
+  await api.createWorkflow({
+    id: 'again',
+    jobs: { x: { run: 'true', labels: ['again'] }, y: { run: 'true', needs: ['x'], labels: ['again'] } },
+  });
+  const never = await weft(['rerun', 'again']);
+  assert.equal(never.code, 1);
+  assert.match(never.output, /workflow again has not run yet/);
+  await api.run('again');
+  await finishNext('again', 'complete');
+  await finishNext('again', 'fail');
+
+  const r = await weft(['rerun', 'again']);
+  assert.equal(r.code, 0, r.output);
+  assert.equal(r.stdout.trim(), 'started run 2 of again (re-run of run 1; kept x)');
+  assert.deepEqual((await api.status('again')).jobs.map((j: any) => [j.id, j.state]), [['x', 'success'], ['y', 'queued']]);
+  const busy = await weft(['rerun', 'again', '--run', '1']);
+  assert.equal(busy.code, 1);
+  assert.match(busy.output, /409 Conflict: .*active run \(#2\)/);
+  await finishNext('again', 'complete');
+
+  const nothing = await weft(['rerun', 'again']);
+  assert.equal(nothing.code, 1);
+  assert.match(nothing.output, /every job of run #2 .* succeeded; nothing to re-run/);
+  const both = await weft(['rerun', 'again', '--all', '--from', 'x']);
+  assert.equal(both.code, 1);
+  assert.match(both.output, /--all and --from do not go together/);
+  const badJob = await weft(['rerun', 'again', '--from', 'zz']);
+  assert.equal(badJob.code, 1);
+  assert.match(badJob.output, /400 Bad Request: .*has no job "zz"/);
+
+  const from = await weft(['rerun', 'again', '--from', 'y', '--json']);
+  assert.equal(from.code, 0, from.output);
+  const doc = JSON.parse(from.stdout);
+  assert.equal(doc.run.number, 3);
+  assert.equal(doc.run.rerun_of, 2);
+  assert.deepEqual(doc.jobs.map((j: any) => [j.id, j.state]), [['x', 'success'], ['y', 'queued']]);
+  await finishNext('again', 'complete');
+
+  const all = await weft(['rerun', 'again', '--run', '1', '--all']);
+  assert.equal(all.code, 0, all.output);
+  assert.equal(all.stdout.trim(), 'started run 4 of again (re-run of run 1)');
+  assert.deepEqual((await api.status('again')).jobs.map((j: any) => [j.id, j.state]), [['x', 'queued'], ['y', 'pending']]);
+  const gone = await weft(['rerun', 'again', '--run', '9']);
+  assert.equal(gone.code, 1);
+  assert.match(gone.output, /404 Not Found: .*has no run #9/);
+});

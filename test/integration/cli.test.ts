@@ -5,6 +5,7 @@
  */
 import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -435,6 +436,24 @@ test('run --follow shows every attempt once, even those that came and went betwe
   assert.match(r.stdout, /^a\s+failed\s+attempt 3\/3\s.*\scommand exited with code 1: test_fetch_remote FAILED: try 2 timed out$/m);
 });
 
+test('run --follow shows each step of a steps: job as a heading, by name or by command', async (t) => {
+  const id = uniqueId('follow-steps');
+  await createWorkflow(t, id, { a: { steps: [{ name: 'Fetch deps', run: 'echo fetched' }, { run: 'echo built' }] } });
+  const p = start(t, ['run', id, '--follow']);
+  await p.waitFor(/started run 1 of/);
+  const c = await until(() => api.claim('cli-test-worker', [], 30), 'the steps job');
+  // The job's own command, run by sh as a worker would, prints the step lines itself.
+  const ran = spawnSync('sh', ['-c', c.job.command], { encoding: 'utf8' });
+  assert.equal(ran.status, 0, ran.stderr);
+  await pushLog(c.lease.lease_id, 0, ran.stdout);
+  await complete(c.lease.lease_id);
+
+  const r = await p.finished;
+  assert.equal(r.code, 0, r.output);
+  const order = ['a | --- step 1/2: Fetch deps ---', 'a | fetched', 'a | --- step 2/2: echo built ---', 'a | built'].map((l) => onceAt(r.stdout, l));
+  assert.deepEqual([...order].sort((x, y) => x - y), order, r.stdout);
+});
+
 test('run --follow shows why a retry is waiting while it waits', async (t) => {
   const id = uniqueId('follow-waiting');
   await createWorkflow(t, id, { a: { run: 'x', retries: 1, backoff: { fixed: { delay_secs: 60 } } } });
@@ -451,7 +470,8 @@ test('run --follow shows why a retry is waiting while it waits', async (t) => {
   p.pass();
   await f.waitFor(/^a \| connecting to db$/m);
   await f.waitFor(/^a \| db unreachable$/m);
-  await f.waitFor(/^a\s+queued\s+attempt 2\/2\s.*command exited with code 1: db unreachable$/m);
+  // How long the backoff still holds it (60 s, less the moments the test took since the failure).
+  await f.waitFor(/^a\s+queued\s+attempt 2\/2\s+retry in (5\d|60)s\s+command exited with code 1: db unreachable$/m);
 
   await api.post(`/api/workflows/${id}/cancel`);
   const r = await f.finished;

@@ -154,3 +154,27 @@ async function drain(it: AsyncIterable<unknown>): Promise<void> {
     // consume
   }
 }
+
+test('runWorkflow with inputs, and rerun: only failed by default, all, from; their refusals', async () => {
+  await weft.createWorkflow({ id: 'ri', inputs: { who: { required: true } }, jobs: { a: { run: 'true', labels: ['ri'] }, b: { run: 'true', labels: ['ri'] } } });
+  await apiError(weft.runWorkflow('ri'), 400, 'Bad Request', 'invalid_request');
+  const run = await weft.runWorkflow('ri', { inputs: { who: 'me' } });
+  assert.deepEqual(run.run?.inputs, { who: 'me' });
+  const claimed = await weft.claim('ri-w', ['ri']);
+  assert.ok(claimed);
+  await weft.complete(claimed.lease.lease_id, { out: '1' });
+  const other = await weft.claim('ri-w', ['ri']);
+  assert.ok(other);
+  await weft.fail(other.lease.lease_id, 'no', false);
+
+  const again = await weft.rerun('ri', 1);
+  assert.equal(again.run?.rerun_of, 1);
+  assert.deepEqual(again.run?.inputs, { who: 'me' });
+  assert.deepEqual(again.jobs.map((j) => [j.id, j.state]).sort(), [[claimed.job.job_id, 'success'], [other.job.job_id, 'queued']].sort());
+  await apiError(weft.rerun('ri', 1), 409, 'Conflict', 'run_active');
+  await weft.cancelWorkflow('ri');
+  assert.equal((await weft.rerun('ri', 2, { only: 'all' })).jobs.every((j) => j.state === 'queued'), true);
+  await weft.cancelWorkflow('ri');
+  await apiError(weft.rerun('ri', 3, { from: 'zz' }), 400, 'Bad Request', 'invalid_request');
+  await apiError(weft.rerun('ri', 9), 404, 'Not Found', 'run_not_found');
+});

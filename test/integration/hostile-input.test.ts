@@ -157,6 +157,7 @@ for (const store of STORES) {
         ['POST', `/api/jobs/${lease}/logs`],
         ['POST', '/api/jobs/report-batch'],
         ['POST', `/api/workflows/${id}/run`],
+        ['POST', `/api/workflows/${id}/runs/1/rerun`],
       ];
       for (const body of bodies) {
         for (const [method, path] of routes) {
@@ -325,6 +326,8 @@ for (const store of STORES) {
         ['PUT', `/api/workflows/${e}`],
         ['POST', `/api/workflows/${e}/run`],
         ['POST', `/api/workflows/${e}/cancel`],
+        ['POST', `/api/workflows/${e}/runs/1/rerun`],
+        ['POST', `/api/workflows/${e}/runs/${e}/rerun`],
         ['GET', `/api/workflows/${e}/jobs/${e}/logs`],
         ['GET', `/api/workflows/${e}/jobs/${e}/logs/stream`],
         ['GET', `/api/jobs/${e}/${e}/cancelled`],

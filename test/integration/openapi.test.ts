@@ -215,6 +215,7 @@ test('every example is taken by a live server, and every route answers what the 
   assert.ok(runs.body.length >= 1, runs.text);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: String(runs.body[0].run_number) })).status, 200);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: '999' })).status, 404);
+  assert.equal((await call('POST /api/workflows/{id}/runs/{run}/rerun', { id, run: '999' }, { only: 'failed' })).body.error, 'run_not_found');
   // Live event streams never end by themselves (test/integration/live-events.test.ts follows them);
   // here their error answers, which come before any stream byte.
   assert.equal((await call('GET /api/workflows/{id}/events', { id: 'no-such-workflow' })).status, 404);

@@ -115,7 +115,7 @@ export function runCases(withStore: Case): void {
     const out = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 5000 });
     assert.deepEqual(out, {
       kind: 'started',
-      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null },
+      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null, inputs: {}, rerun_of: null },
       changes: ['build', 'lint', 'test', 'deploy'].map((id) => change('w', id)),
     });
     const rows = await read(store, (r) => r.getRunJobs('w', 1));
@@ -227,5 +227,70 @@ export function runCases(withStore: Case): void {
     assert.deepEqual(await store.timeOutJobs(1_000_000, 10), { changes: [], ended: [] }, 'a cancelled job has no deadline left');
     assert.deepEqual(await store.expireLeases(1_000_000, 10), { changes: [], ended: [] }, 'a cancelled lease is not active');
     assert.deepEqual(await runStatus(store, 'w'), { status: 'cancelled', finished_at_ms: 3000 });
+  });
+
+  withStore('startRun keeps a run\'s inputs; a re-run starts with kept jobs succeeded, and its other jobs wait only for what runs again', async (store) => {
+    await store.createWorkflow(wfRecord('w'));
+    const specs = { a: {}, b: {}, c: { needs: ['a', 'b'] }, d: { needs: ['c'] } };
+    const first = buildJobs('w', 1000, specs);
+    const one = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs: first, label_sets: labelSetsOf(first), now_ms: 1000, inputs: { x: '1' } });
+    assert.equal(one.kind, 'started');
+    assert.deepEqual(await read(store, (r) => r.getRun('w', 1)), {
+      workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 1000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: null,
+    });
+    const a = await claimOne(store, 1100, 'a');
+    await complete(store, a.lease.lease_id, { k: 'v' }, 1200);
+    const b = await claimOne(store, 1300, 'b');
+    assert.equal((await store.fail(b.lease.lease_id, 'boom', false, 1400)).kind, 'failed');
+    assert.deepEqual(await runStatus(store, 'w', 1), { status: 'failed', finished_at_ms: 1400 });
+    const aDone = await job(store, 'w', 'a', 1);
+
+    // Run 2 as the engine plans a re-run of what failed: a kept, b queued with nothing to wait for,
+    // c waiting for b alone (a's outputs already with it), d waiting for c.
+    const again = buildJobs('w', 2000, specs).map((j) => {
+      if (j.job_id === 'a') {
+        const { row_id: _r, run_number: _n, ...kept } = aDone;
+        return kept;
+      }
+      if (j.job_id === 'c') return { ...j, pending_needs: 1, upstream_outputs: { a: { k: 'v' } } };
+      return j;
+    });
+    const two = await store.startRun({
+      workflow_id: 'w', expected_hash: HASH, jobs: again, label_sets: labelSetsOf(again), now_ms: 2000, inputs: { x: '1' }, rerun_of: 1,
+    });
+    assert.equal(two.kind, 'started');
+    const run2 = await read(store, (r) => r.getRun('w', 2));
+    assert.deepEqual(run2, { workflow_id: 'w', run_number: 2, status: 'running', created_at_ms: 2000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: 1 });
+    assert.deepEqual((await read(store, (r) => r.listRuns('w', 10, 0))).map((r) => [r.run_number, r.rerun_of, r.inputs]), [[2, 1, { x: '1' }], [1, null, { x: '1' }]]);
+    const kept = await job(store, 'w', 'a', 2);
+    assert.deepEqual([kept.status, kept.outputs, kept.started_at_ms, kept.finished_at_ms], ['success', { k: 'v' }, 1100, 1200]);
+
+    // Only b is claimable; completing it queues c with both upstream outputs, in needs order.
+    const claimed = await claim(store, 2100, { max: 10 });
+    assert.deepEqual(claimed.map((c) => c.job.job_id), ['b']);
+    const done = await complete(store, claimed[0]!.lease.lease_id, { m: 'n' }, 2200);
+    assert.deepEqual(done.enqueued, ['c']);
+    const c = await claimOne(store, 2300, 'c');
+    assert.deepEqual(c.job.upstream_outputs, { a: { k: 'v' }, b: { m: 'n' } });
+    assert.deepEqual(Object.keys(c.job.upstream_outputs), ['a', 'b']);
+    await complete(store, c.lease.lease_id, {}, 2400);
+    assert.deepEqual(await runStatus(store, 'w', 2), { status: 'running', finished_at_ms: null }, 'd is still to run');
+    const d = await claimOne(store, 2500, 'd');
+    await complete(store, d.lease.lease_id, {}, 2600);
+    assert.deepEqual(await runStatus(store, 'w', 2), { status: 'success', finished_at_ms: 2600 });
+  });
+
+  withStore('a re-run whose jobs are cancelled ends cancelled, its kept jobs still succeeded', async (store) => {
+    await start(store, 'w', 1000, { a: {}, b: {} });
+    const a = await claimOne(store, 1100, 'a');
+    await complete(store, a.lease.lease_id, { k: 'v' }, 1200);
+    assert.equal((await store.cancelRun('w', 1300)).kind, 'cancelled');
+    const { row_id: _r, run_number: _n, ...kept } = await job(store, 'w', 'a', 1);
+    const jobs = [kept, ...buildJobs('w', 2000, { a: {}, b: {} }).filter((j) => j.job_id === 'b')];
+    assert.equal((await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 2000, rerun_of: 1 })).kind, 'started');
+    const out = await store.cancelRun('w', 2100);
+    assert.deepEqual(out.kind === 'cancelled' ? out.jobs : out, ['b']);
+    assert.deepEqual(await runStatus(store, 'w', 2), { status: 'cancelled', finished_at_ms: 2100 });
+    assert.deepEqual((await read(store, (r) => r.getRunJobs('w', 2))).map((j) => [j.job_id, j.status]), [['a', 'success'], ['b', 'cancelled']]);
   });
 }

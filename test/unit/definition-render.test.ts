@@ -27,6 +27,7 @@ test('every key of the contract form survives being written back', () => {
       'id: everything',
       'name: Every key',
       'on: { push: { branches: [main] } }',
+      'inputs: { branch: { default: main, description: Branch to build }, sha: { required: true }, quiet: {} }',
       'env: { A: "1", B: two }',
       'jobs:',
       '  build:',
@@ -45,7 +46,7 @@ test('every key of the contract form survives being written back', () => {
   );
   roundTrip(def);
   const doc = definitionDocument(def);
-  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'env', 'jobs']);
+  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'env', 'jobs']);
   // Defaults are left out, as a person would write the file.
   assert.deepEqual(doc.jobs.ship, { needs: ['build', 'test'], run: 'echo "ship it"' });
 });

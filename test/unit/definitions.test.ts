@@ -173,9 +173,20 @@ jobs:
 });
 
 describe('steps', () => {
-  test('single-line steps are joined with &&', () => {
+  test('single-line steps are joined with &&, each announced by a ::step line with its name or command', () => {
     const def = yaml('jobs:\n  a:\n    steps:\n      - name: one\n        run: echo one\n      - run: echo two\n');
-    assert.equal(job(def, 'a').command, 'echo one && echo two');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/2 %s\\n' 'one' && echo one && printf '::step 2/2 %s\\n' 'echo two' && echo two",
+    );
+  });
+
+  test('step names are quoted for sh whatever they hold', () => {
+    const names = ["it's", '$(rm -rf /) `x` %s \\n', '# not a comment; & not a job'];
+    const def = body({ jobs: { a: { steps: names.map((name, i) => ({ name, run: `echo ${i}` })) } } }, { id: 'x' });
+    const result = spawnSync('sh', ['-c', job(def, 'a').command], { encoding: 'utf8' });
+    assert.equal(result.status, 0, result.stderr);
+    assert.equal(result.stdout, names.map((n, i) => `::step ${i + 1}/3 ${n}\n${i}\n`).join(''));
   });
 
   test('a single step is the command as is', () => {
@@ -184,12 +195,20 @@ describe('steps', () => {
 
   test('a multi-line step is wrapped in a group so && applies to all of it', () => {
     const def = yaml('jobs:\n  a:\n    steps:\n      - run: echo start\n      - run: |\n          echo a\n          echo b\n      - run: echo end\n');
-    assert.equal(job(def, 'a').command, 'echo start && { echo a\necho b\n} && echo end');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/3 %s\\n' 'echo start' && echo start && printf '::step 2/3 %s\\n' 'echo a' && { echo a\necho b\n} && " +
+        "printf '::step 3/3 %s\\n' 'echo end' && echo end",
+    );
   });
 
   test('steps with ; or a comment are grouped too', () => {
     const def = body({ jobs: { a: { steps: [{ run: 'cd /tmp; ls' }, { run: 'echo hi # greet' }, { run: 'echo end' }] } } }, { id: 'x' });
-    assert.equal(job(def, 'a').command, '{ cd /tmp; ls\n} && { echo hi # greet\n} && echo end');
+    assert.equal(
+      job(def, 'a').command,
+      "printf '::step 1/3 %s\\n' 'cd /tmp; ls' && { cd /tmp; ls\n} && printf '::step 2/3 %s\\n' 'echo hi # greet' && " +
+        "{ echo hi # greet\n} && printf '::step 3/3 %s\\n' 'echo end' && echo end",
+    );
   });
 
   test('the joined command stops at the first failing step when run by sh', () => {
@@ -209,7 +228,7 @@ describe('steps', () => {
     );
     const result = spawnSync('sh', ['-c', job(def, 'a').command], { encoding: 'utf8' });
     assert.equal(result.status, 1);
-    assert.equal(result.stdout, 'one\ntwo\n');
+    assert.equal(result.stdout, '::step 1/3 echo one\none\n::step 2/3 echo two\ntwo\n');
   });
 
   test('step errors name the step', () => {
@@ -434,7 +453,7 @@ jobs:
 `);
     expectIssue(issues, null, 'nmae', /unknown key 'nmae' \(did you mean 'name'\?\)/);
     expectIssue(issues, null, 'trigger', /did you mean 'on'\?/);
-    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, jobs\)/);
+    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, jobs\)/);
     expectIssue(issues, 'a', 'need', /unknown key 'need' \(did you mean 'needs'\?\)/);
     expectIssue(issues, 'a', 'lables', /did you mean 'labels'\?/);
     expectIssue(issues, 'a', 'depends_on', /did you mean 'needs'\?/);
@@ -837,4 +856,60 @@ test('a NUL character in a string is refused with the job and field named', () =
     () => parseWorkflowObject({ id: 'n', jobs: { a: { run: 'echo a\u0000b' } } }, { source: 'body' }),
     (err: any) => err.issues.some((i: any) => i.job === 'a' && /NUL/.test(i.message)),
   );
+});
+
+describe('inputs', () => {
+  test('declared inputs are normalised: default as text, required, description; none declared leaves the hash as before', () => {
+    const def = yaml(`
+inputs:
+  branch:
+    required: true
+    description: what to build
+  retries: { default: 3 }
+  dry-run: { default: false }
+  note:
+jobs:
+  a: { run: "true" }
+`);
+    assert.deepEqual(def.inputs, {
+      branch: { default: null, required: true, description: 'what to build' },
+      'dry-run': { default: 'false', required: false, description: null },
+      note: { default: null, required: false, description: null },
+      retries: { default: '3', required: false, description: null },
+    });
+    const plain = yaml('jobs:\n  a: { run: "true" }\n');
+    assert.equal('inputs' in plain, false);
+    assert.equal(definitionHash(yaml('inputs: {}\njobs:\n  a: { run: "true" }\n')), definitionHash(plain));
+    // The array form takes them too.
+    assert.deepEqual(body({ id: 'n', name: 'n', inputs: { x: { default: 'y' } }, jobs: [{ id: 'a', command: 'true' }] }).inputs, {
+      x: { default: 'y', required: false, description: null },
+    });
+  });
+
+  test('bad inputs are reported with their path', () => {
+    const issues = bodyIssues({
+      inputs: {
+        '9lives': {},
+        'a-b': {},
+        a_b: {},
+        both: { required: true, default: 'x' },
+        typo: { defualt: 'x' },
+        kind: { required: 'yes' },
+        nested: { default: ['x'] },
+        nul: { default: 'a\u0000b' },
+        flat: 'x',
+      },
+      jobs: { a: { run: 'true' } },
+    });
+    expectIssue(issues, null, 'inputs.9lives', /invalid input name '9lives'/);
+    expectIssue(issues, null, 'inputs.a_b', /input 'a_b' and input 'a-b' would both be WEFT_INPUT_A_B/);
+    expectIssue(issues, null, 'inputs.both', /cannot be required/);
+    expectIssue(issues, null, 'inputs.typo.defualt', /did you mean 'default'/);
+    expectIssue(issues, null, 'inputs.kind.required', /must be true or false/);
+    expectIssue(issues, null, 'inputs.nested.default', /must be a string/);
+    expectIssue(issues, null, 'inputs.nul.default', /NUL/);
+    expectIssue(issues, null, 'inputs.flat', /must be a mapping/);
+    expectIssue(bodyIssues({ inputs: ['x'], jobs: { a: { run: 'true' } } }), null, 'inputs', /must be a mapping of input name/);
+    expectIssue(bodyIssues({ params: {}, jobs: { a: { run: 'true' } } }), null, 'params', /did you mean 'inputs'/);
+  });
 });

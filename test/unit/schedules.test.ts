@@ -25,6 +25,16 @@ function expectIssue(on: unknown, field: string, message: RegExp): void {
 const at = (iso: string) => Date.parse(iso);
 
 describe('on.schedule in definitions', () => {
+  test('a scheduled workflow may declare inputs only with defaults: its runs start without a body', () => {
+    const def = yaml('on: { schedule: [{ cron: "0 2 * * *" }] }\ninputs: { branch: { default: main } }\njobs: { a: { run: x } }');
+    assert.equal(def.inputs?.branch?.default, 'main');
+    assert.throws(
+      () => yaml('on: { schedule: [{ cron: "0 2 * * *" }] }\ninputs: { branch: { required: true } }\njobs: { a: { run: x } }'),
+      (err: unknown) =>
+        err instanceof DefinitionError && err.issues.some((i) => i.field === 'inputs.branch' && /cannot have a required input/.test(i.message)),
+    );
+  });
+
   test('a schedule is read with its defaults; the trigger text is what it always was', () => {
     const def = yaml('on:\n  push: { branches: [main] }\n  schedule:\n    - cron: "0 2 * * *"\n    - { cron: "30 6 * * 1-5", timezone: Europe/Paris, catch_up: none }\njobs: { a: { run: x } }');
     assert.deepEqual(def.schedules, [

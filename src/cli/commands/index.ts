@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerApply } from './apply.js';
 import { registerLogs } from './logs.js';
+import { registerRerun } from './rerun.js';
 import { registerRun } from './run.js';
 import { registerStatus } from './status.js';
 import { registerToken } from './token.js';
@@ -10,9 +11,10 @@ import { registerCancel } from './cancel.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 
-/** Client-side commands (run, list, runs, cancel, status, logs, workers, validate, apply, token): one module each. */
+/** Client-side commands (run, rerun, list, runs, cancel, status, logs, workers, validate, apply, token): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
+  registerRerun(program);
   registerList(program);
   registerRuns(program);
   registerCancel(program);

@@ -1,9 +1,9 @@
 /**
- * `weft run <workflow> [--follow]`: starts a run. With --follow, shows the jobs' states as they change
+ * `weft run <workflow> [--input k=v …] [--follow | --json]`: starts a run. With --follow, shows the jobs' states as they change
  * (a table redrawn in place on a terminal, one line per change otherwise), streams the output of every
  * job that runs, and exits 0 when the run succeeds, 1 when it fails or is cancelled.
  */
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
 import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/index.js';
 import type { JobView, StatusDocument } from '../../protocol/types.js';
 import {
@@ -24,7 +24,7 @@ import {
 } from './common.js';
 import { CANCELLED_LATE_LOGS_MS, followJobLogs } from './follow-logs.js';
 import { sleep } from '../../util/sleep.js';
-import { elapsedSecs, formatAttempt, statusLines } from './status.js';
+import { elapsedSecs, formatAttempt, retryWait, statusLines } from './status.js';
 
 const POLL_MS = 500;
 /** How long the server may stay unreachable (or answer 5xx/408/429) while following before giving up. */
@@ -39,18 +39,49 @@ export function registerRun(program: Command): void {
     .command('run')
     .description('start a run of a workflow and print its number')
     .argument('<workflow>', 'workflow id')
+    .option('-i, --input <name=value>', "a value for one of the workflow's inputs (repeat for more)", collectInput)
     .option('-f, --follow', 'show job states and logs until the run ends; exit 1 unless it succeeds')
+    .option('--json', 'print the status document of the new run')
     .addOption(serverOption())
     .action(
-      action(async (workflow: string, opts: ServerOptions & { follow?: boolean }) => {
+      action(async (workflow: string, opts: StartOptions & { input?: Record<string, string> }) => {
         const client = makeClient(opts);
-        const doc = await client.runWorkflow(workflow);
-        const run = doc.run_number;
-        if (run === null) throw new CliError(`the server started no run of ${workflow}`);
-        process.stdout.write(`started run ${run} of ${workflow}\n`);
-        if (opts.follow) process.exitCode = await followRun(client, workflow, run, doc);
+        const inputs = opts.input ?? {};
+        const given = Object.keys(inputs).length > 0;
+        const doc = await client.runWorkflow(workflow, { inputs });
+        if (given && doc.run !== null && doc.run.inputs === undefined) {
+          process.stderr.write('weft: warning: the server does not know run inputs (an older version); the run started without them\n');
+        }
+        await reportStart(client, workflow, doc, opts, '');
       }),
     );
+}
+
+export interface StartOptions extends ServerOptions {
+  follow?: boolean;
+  json?: boolean;
+}
+
+/** What `run` and `rerun` print once the server started the run; follows it with --follow. */
+export async function reportStart(client: WorkflowClient, workflow: string, doc: StatusDocument, opts: StartOptions, detail: string): Promise<void> {
+  const run = doc.run_number;
+  if (run === null) throw new CliError(`the server started no run of ${workflow}`);
+  if (opts.json && opts.follow) throw new CliError('--json and --follow do not go together: --json prints the new run once');
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(`started run ${run} of ${workflow}${detail}\n`);
+  if (opts.follow) process.exitCode = await followRun(client, workflow, run, doc);
+}
+
+/** `--input name=value`, repeatable; the same name twice is a mistake worth stopping for. */
+function collectInput(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError(`expected name=value, got '${value}'`);
+  const name = value.slice(0, eq);
+  if (Object.hasOwn(previous, name)) throw new InvalidArgumentError(`input '${name}' given twice`);
+  return { ...previous, [name]: value.slice(eq + 1) };
 }
 
 // ------------------------------------------------------------------------------------- display
@@ -67,11 +98,20 @@ function jobWidth(doc: StatusDocument): number {
   return Math.max(1, ...doc.jobs.map((j) => j.id.length));
 }
 
-function logLines(jobId: string, data: string, width: number, p: Palette): string {
-  const prefix = p.cyan(jobId.padEnd(width));
+function logLines(jobId: string, data: string, width: number, p: Palette, stream?: string): string {
+  // stderr goes to stderr; on a terminal, where both streams mix, its lines are red as well.
+  const prefix = stream === 'stderr' ? palette(process.stderr).red(jobId.padEnd(width)) : p.cyan(jobId.padEnd(width));
   return lines(data)
-    .map((l) => `${prefix} | ${l}\n`)
+    .map((l) => `${prefix} | ${stream === 'stderr' ? l : stepHeading(l, p)}\n`)
     .join('');
+}
+
+const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
+
+/** The `::step i/n name` line a `steps:` job prints before each step (README "Workflow definitions"), as a heading. */
+function stepHeading(line: string, p: Palette): string {
+  const m = STEP_LINE.exec(line);
+  return m === null ? line : p.bold(`--- step ${m[1]}: ${m[2]} ---`);
 }
 
 function runSummary(doc: StatusDocument, p: Palette): string {
@@ -104,6 +144,8 @@ class LineDisplay implements Display {
     if (job.state !== 'pending' && job.state !== 'skipped') parts.push(`attempt ${formatAttempt(job)}`);
     const secs = elapsedSecs(job, now);
     if (secs !== null) parts.push(formatDuration(secs));
+    const wait = retryWait(job, now);
+    if (wait !== '') parts.push(wait);
     if (job.state === 'running' && job.worker_id) parts.push(`worker ${job.worker_id}`);
     // The error of a failed job, or of the attempt a queued retry follows.
     if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(summary(job.error, 120));
@@ -111,7 +153,7 @@ class LineDisplay implements Display {
   }
 
   log(jobId: string, data: string, stream?: string): void {
-    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, this.width, this.p));
+    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, this.width, this.p, stream));
   }
 
   note(text: string): void {
@@ -152,7 +194,7 @@ class TtyDisplay implements Display {
   log(jobId: string, data: string, stream?: string): void {
     this.erase();
     const width = this.doc ? jobWidth(this.doc) : 1;
-    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, width, this.p));
+    (stream === 'stderr' ? process.stderr : process.stdout).write(logLines(jobId, data, width, this.p, stream));
     this.draw();
   }
 
@@ -166,7 +208,7 @@ class TtyDisplay implements Display {
 // ------------------------------------------------------------------------------------- follow
 
 /** Follows run `run` of `workflowId` to its end; resolves with the exit code. */
-async function followRun(client: WorkflowClient, workflowId: string, run: number, first: StatusDocument): Promise<number> {
+export async function followRun(client: WorkflowClient, workflowId: string, run: number, first: StatusDocument): Promise<number> {
   const p = palette(process.stdout);
   const display: Display = process.stdout.isTTY ? new TtyDisplay(p) : new LineDisplay(p);
   const streams = new Map<string, Promise<void>>();

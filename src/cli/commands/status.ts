@@ -18,12 +18,18 @@ export function formatAttempt(job: Pick<JobView, 'attempt' | 'max_retries'>): st
   return `${job.attempt + 1}/${job.max_retries + 1}`;
 }
 
+/** `retry in 42s` while a queued retry waits for its backoff, else ''. */
+export function retryWait(job: Pick<JobView, 'state' | 'delayed_until_ms'>, now = Date.now()): string {
+  if (job.state !== 'queued' || !(job.delayed_until_ms > now)) return '';
+  return `retry in ${Math.ceil((job.delayed_until_ms - now) / 1000)}s`;
+}
+
 export const JOB_HEADER = ['JOB', 'STATUS', 'ATTEMPT', 'DURATION', 'WORKER', 'ERROR'];
 
 export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 100): string[] {
   return [
     job.id,
-    paintState(p, job.state),
+    retryWait(job, now) === '' ? paintState(p, job.state) : `${paintState(p, job.state)} (${retryWait(job, now)})`,
     formatAttempt(job),
     formatDuration(elapsedSecs(job, now)),
     job.worker_id ?? '-',

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
-import { idParam } from '../schemas.js';
+import type { RerunScope } from '../../engine/run-plan.js';
+import { WeftError } from '../../protocol/errors.js';
+import { idParam, rerunBodySchema } from '../schemas.js';
+import { absentBodyAsEmpty } from '../validation.js';
 
 const MAX_PAGE = 1000;
 
@@ -37,5 +40,19 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
     '/api/workflows/:id/runs/:run',
     { schema: { params: { type: 'object', properties: { id: idParam, run: { type: 'integer', minimum: 1 } } } } },
     async (req) => engine.runStatus(req.params.id, req.params.run),
+  );
+
+  /** A new run from run n (README "Re-running a run"); no body means `{"only": "failed"}`. */
+  app.post<{ Params: { id: string; run: number }; Body: { only?: 'failed' | 'all'; from?: string } | undefined }>(
+    '/api/workflows/:id/runs/:run/rerun',
+    { schema: { params: { type: 'object', properties: { id: idParam, run: { type: 'integer', minimum: 1 } } }, body: rerunBodySchema }, preValidation: absentBodyAsEmpty },
+    async (req, reply) => {
+      const { only, from } = req.body ?? {};
+      if (only !== undefined && from !== undefined) {
+        throw new WeftError('invalid_request', 'body: give "only" or "from", not both');
+      }
+      const scope: RerunScope = from !== undefined ? { from } : { only: only ?? 'failed' };
+      return reply.code(202).send(await engine.rerun(req.params.id, req.params.run, scope));
+    },
   );
 }

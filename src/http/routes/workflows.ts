@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { definitionHash, parseWorkflowObject } from '../../definitions/index.js';
 import type { Engine } from '../../engine/engine.js';
-import { idParam } from '../schemas.js';
+import { idParam, runBodySchema } from '../schemas.js';
+import { absentBodyAsEmpty } from '../validation.js';
 import { parseStatusFilter, STATUS_FILTER_VALUES } from '../../protocol/states.js';
 
 const MAX_PAGE = 1000;
@@ -60,10 +61,14 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
     engine.status(req.params.id),
   );
 
-  app.post<{ Params: { id: string } }>('/api/workflows/:id/run', { schema: byId }, async (req, reply) => {
-    const doc = await engine.run(req.params.id);
-    return reply.code(202).send(doc);
-  });
+  app.post<{ Params: { id: string }; Body: { inputs?: Record<string, string> } | undefined }>(
+    '/api/workflows/:id/run',
+    { schema: { ...byId, body: runBodySchema }, preValidation: absentBodyAsEmpty },
+    async (req, reply) => {
+      const doc = await engine.run(req.params.id, { inputs: req.body?.inputs });
+      return reply.code(202).send(doc);
+    },
+  );
 
   app.post<{ Params: { id: string } }>('/api/workflows/:id/cancel', { schema: byId }, async (req, reply) => {
     const { cancelled, status } = await engine.cancel(req.params.id);

@@ -185,6 +185,15 @@ ALTER TABLE workflows ADD COLUMN schedules TEXT, ADD COLUMN next_fire_at_ms BIGI
 CREATE INDEX workflows_next_fire ON workflows(next_fire_at_ms) WHERE next_fire_at_ms IS NOT NULL;
 `,
   },
+  {
+    version: 6,
+    name: 'runs: inputs and the run a re-run repeats',
+    // inputs: the run's input values as a JSON object (NULL: none); rerun_of: the run a re-run was made
+    // from (README "Re-running a run"). Both only ever read with their run row.
+    sql: `
+ALTER TABLE runs ADD COLUMN inputs TEXT, ADD COLUMN rerun_of INTEGER;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -152,11 +152,12 @@ export const QUERIES = {
    * Inserts the run with its jobs (row_id follows the given order) and makes it the latest; answers the
    * run and which of the given label keys are not recorded yet.
    * $1 workflow id, $2 run number, $3 now, $4 jobs (JSON array of jobRow objects), $5 label keys
-   * (JSON array).
+   * (JSON array), $6 inputs (JSON text or NULL), $7 the run a re-run was made from (or NULL). A re-run
+   * always has a job left to run, so the run starts `running` (StartRunRequest).
    */
   insertRun: `WITH run AS (
-      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms)
-      VALUES ($1, $2::int, 'running', $3::bigint, NULL) RETURNING *
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of)
+      VALUES ($1, $2::int, 'running', $3::bigint, NULL, $6, $7::int) RETURNING *
     ), inserted AS (
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,

@@ -10,7 +10,7 @@ import type {
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
-import { jobRow, newLease, schedulesColumn, toJob, toRun, toWorker } from '../rows.js';
+import { inputsColumn, jobRow, newLease, schedulesColumn, toJob, toRun, toWorker } from '../rows.js';
 import { settleRunIfOver } from './failures.js';
 import { QUERIES } from './queries.js';
 import { StartOver, transaction, writeStatement, type Exec, type Sql } from './tx.js';
@@ -88,6 +88,8 @@ async function insertNextRun(q: Exec, req: StartRunRequest, latestRun: number): 
     req.now_ms,
     req.jobs.map((j) => jobRow(j, runNumber)),
     req.label_sets.map((s) => s.key),
+    inputsColumn(req.inputs ?? {}),
+    req.rerun_of ?? null,
   ]);
   const missing = new Set(row!.missing_label_keys as string[]);
   if (missing.size > 0) {

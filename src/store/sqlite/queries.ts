@@ -46,8 +46,9 @@ export const QUERIES = {
   // ----------------------------------------------------------------------------------------- runs
 
   /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs */
-  insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs, cancelled_jobs)
-    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0)`,
+  insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs,
+      cancelled_jobs, inputs, rerun_of)
+    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of)`,
   /** ? workflow_id, ? run_number */
   getRun: `SELECT * FROM runs WHERE workflow_id = ? AND run_number = ?`,
   /** ? JSON array of [workflow_id, run_number] pairs */

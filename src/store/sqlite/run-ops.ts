@@ -9,7 +9,8 @@ import type {
   StartRunRequest,
   WorkflowRecord,
 } from '../store.js';
-import { jobRow, schedulesColumn, toRun, toWorkflow, type Row } from '../rows.js';
+import { isTerminal } from '../../domain/types.js';
+import { inputsColumn, jobRow, schedulesColumn, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { finishJobs } from './settle.js';
 
@@ -64,7 +65,8 @@ export function startRun(
     if (last && last.status === 'running') return { kind: 'active', run_number: wf.latest_run };
   }
   const runNumber = wf.latest_run + 1;
-  const unfinished = req.jobs.length;
+  // A re-run's kept jobs start as `success`: finished already, and neither failed nor cancelled.
+  const unfinished = req.jobs.filter((j) => !isTerminal(j.status)).length;
   const counts = { unfinished, failed: 0, cancelled: 0 };
   const run: RunRecord = {
     workflow_id: wf.id,
@@ -72,8 +74,10 @@ export function startRun(
     status: runStateFromCounts(counts),
     created_at_ms: req.now_ms,
     finished_at_ms: unfinished === 0 ? req.now_ms : null,
+    inputs: { ...req.inputs },
+    rerun_of: req.rerun_of ?? null,
   };
-  c.q('insertRun').run({ ...run, unfinished_jobs: unfinished });
+  c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished });
   const insertJob = c.q('insertJob');
   const changes: JobChange[] = [];
   for (const j of req.jobs) {
