@@ -1,3 +1,4 @@
+import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { WorkflowDefinition } from '../domain/types.js';
@@ -5,11 +6,13 @@ import type { LabelSet, NewJob } from '../store/store.js';
 
 /**
  * The rows a new run of `def` starts with: roots queued at once, every other job pending with one
- * pending need per entry of `needs` (README "How a run works").
+ * pending need per entry of `needs` (README "How a run works"). A root whose condition is false at the
+ * start (`failure()`, `cancelled()`) is skipped right away, and so is what that decides below it.
  */
 export function planRun(def: WorkflowDefinition, nowMs: number): { jobs: NewJob[]; labelSets: LabelSet[] } {
   const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
   const labelSets = new Map<string, LabelSet>();
+  const conditional = new Set(def.jobs.filter((s) => (s.condition ?? 'success') !== 'success').map((s) => s.id));
   const jobs = def.jobs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
@@ -26,6 +29,11 @@ export function planRun(def: WorkflowDefinition, nowMs: number): { jobs: NewJob[
       needs: spec.needs,
       dependents: dependents.get(spec.id) ?? [],
       pending_needs: spec.needs.length,
+      condition: spec.condition ?? 'success',
+      needs_results: {},
+      failed_upstream: false,
+      run_cancelled: false,
+      conditional_dependents: (dependents.get(spec.id) ?? []).some((d) => conditional.has(d)),
       max_retries: spec.max_retries,
       backoff: spec.backoff,
       timeout_secs: spec.timeout_secs,
@@ -44,5 +52,23 @@ export function planRun(def: WorkflowDefinition, nowMs: number): { jobs: NewJob[
       lease_id: null,
     };
   });
+  decideRoots(jobs, nowMs);
   return { jobs, labelSets: [...labelSets.values()] };
+}
+
+function decideRoots(jobs: NewJob[], nowMs: number): void {
+  const byId = new Map<string, NewJob>(jobs.map((j) => [j.job_id, j]));
+  const skipped = jobs.filter((j) => j.needs.length === 0 && !conditionHolds(j));
+  if (skipped.length === 0) return;
+  for (const j of skipped) {
+    Object.assign(j, { status: 'skipped', enqueued_at_ms: 0, ready_at_ms: 0, finished_at_ms: nowMs, error: `if: ${j.condition}() is false at the start of the run` });
+  }
+  const changed = propagate(skipped.map(endedJob), (id) => byId.get(id) as WaitingJob | undefined);
+  for (const j of changed as unknown as NewJob[]) {
+    if (j.status === 'skipped') j.finished_at_ms = nowMs;
+    if (j.status === 'queued') {
+      j.enqueued_at_ms = nowMs;
+      j.ready_at_ms = nowMs;
+    }
+  }
 }

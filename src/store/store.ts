@@ -1,3 +1,4 @@
+import type { JobCondition, NeedsResults } from '../domain/conditions.js';
 import type {
   Backoff,
   IncomingLogChunk,
@@ -58,10 +59,24 @@ export interface JobRecord {
   /** Direct downstream jobs (the inverse of needs), so unblocking and skipping touch only them. */
   dependents: string[];
   /**
-   * Needs not yet `success`. The completion that brings it to zero queues the job, whichever sibling
-   * finishes last, without re-reading the others.
+   * Needs not yet ended (for a `success()` job: not yet `success`, since any other end skips it). The
+   * end that brings it to zero queues the job (or skips it, when its condition is false), whichever
+   * sibling finishes last, without re-reading the others.
    */
   pending_needs: number;
+  /** `if:` (docs/architecture.md "Conditions"). */
+  condition: JobCondition;
+  /** Needs that ended other than `success`, with how; recorded as they end. */
+  needs_results: NeedsResults;
+  /** A need failed, or ended below a failure (what `failure()` asks). */
+  failed_upstream: boolean;
+  /** Spared by a cancel of its run (`always()`/`cancelled()`): `cancelled()` holds, and a second cancel stops it. */
+  run_cancelled: boolean;
+  /**
+   * Some direct dependent has a condition other than `success()`: this job's end goes the general way
+   * (conditions.ts propagate) instead of the one-statement completion.
+   */
+  conditional_dependents: boolean;
   max_retries: number;
   backoff: Backoff;
   timeout_secs: number | null;
@@ -383,7 +398,11 @@ export interface Store {
    * the jobs were built from it. The label sets of the jobs are recorded too.
    */
   startRun(req: StartRunRequest): Promise<StartRunOutcome>;
-  /** Cancels every pending, queued and running job of the latest run, if it is running; voids their leases. */
+  /**
+   * Cancels every pending, queued and running job of the latest run, if it is running, and voids their
+   * leases; except jobs with `always()`/`cancelled()` that no cancel has spared before: those are marked
+   * `run_cancelled` and run once their needs have ended (the run stays running until they end).
+   */
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
 
   // the worker protocol

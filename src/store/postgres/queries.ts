@@ -146,13 +146,16 @@ export const QUERIES = {
     ), inserted AS (
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
-        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
+        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
         (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
-        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id'
+        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
+        e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
+        (e.j->>'conditional_dependents')::smallint
       FROM json_array_elements($4::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord
     ), latest AS (
@@ -204,7 +207,7 @@ export const QUERIES = {
         WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.status = 'running' AND l.state = 'active'
           AND l.lease_id <> ALL($4::text[])) AS leases_seen`,
   /** Then every unfinished job of the run, locked in row order. $1 workflow id, $2 run number. */
-  cancelLockJobs: `SELECT row_id, job_id, status, lease_id FROM jobs
+  cancelLockJobs: `SELECT * FROM jobs
     WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'queued', 'running')
     ORDER BY row_id FOR UPDATE`,
   /**
@@ -228,9 +231,12 @@ export const QUERIES = {
   runOpenOfLease: `SELECT l.workflow_id, l.run_number, EXISTS (SELECT 1 FROM jobs j
       WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'queued', 'running')) AS open
     FROM leases l WHERE l.lease_id = $1`,
-  /** How a run that has no job left in motion ended, by its jobs. $1 workflow id, $2 run number. */
-  runTally: `SELECT count(*) FILTER (WHERE status IN ('failed', 'skipped'))::int AS failed,
-      count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+  /**
+   * How a run that has no job left in motion ended, by its jobs: a job a cancel spared counts as
+   * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
+   */
+  runTally: `SELECT count(*) FILTER (WHERE status = 'failed')::int AS failed,
+      count(*) FILTER (WHERE status = 'cancelled' OR run_cancelled = 1)::int AS cancelled
     FROM jobs WHERE workflow_id = $1 AND run_number = $2::int`,
   /**
    * Running runs with no job left in motion: what a crash between a job's last transaction and its
@@ -345,6 +351,9 @@ export const QUERIES = {
    * snapshots; kept as JSON text, so their keys keep their order), and the need that queues the
    * dependent assembles them in `needs` order; a need found in none
    * (completed before upstream outputs travelled this way) is read from its row, long committed.
+   *
+   * Only for a job whose end cannot skip anything below it (no conditional dependent, no failure
+   * above it): otherwise the guard fails and lease-ops.ts takes the general way (succeedJob).
    * $1 lease id, $2 outputs (JSON), $3 now.
    */
   completeJob: `WITH lease AS (
@@ -353,6 +362,7 @@ export const QUERIES = {
       WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms
         AND j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id
         AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
+        AND j.conditional_dependents = 0 AND j.failed_upstream = 0
       RETURNING l.job_row_id
     ), done AS (
       UPDATE jobs j SET status = 'success', outputs = $2::text, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
@@ -398,35 +408,64 @@ export const QUERIES = {
       worker_id = NULL, lease_id = NULL
     WHERE row_id = $3::bigint RETURNING *`,
   /**
-   * Failure plan `fail`: lease settled, job failed, every pending job downstream skipped (found through
-   * dependents, locked in row order); the run is settled after COMMIT (settleRunIfOver).
-   * $1 lease id, $2 lease state, $3 job row id, $4 error, $5 now, $6 the job's dependents (JSON array),
-   * $7 workflow id, $8 run number, $9 error of the skipped jobs.
+   * The general completion, under the lease lock (lease-ops.ts): lease completed, job success; what is
+   * below follows by lockBelow and applyDecisions. $1 lease id, $2 outputs (JSON), $3 now, $4 job row id.
    */
-  failJob: `WITH RECURSIVE lease AS (
-      UPDATE leases SET state = $2 WHERE lease_id = $1
-    ), failed AS (
-      UPDATE jobs SET status = 'failed', error = $4, finished_at_ms = $5::bigint, deadline_ms = NULL
-      WHERE row_id = $3::bigint RETURNING *
-    ), below(row_id, dependents) AS (
-      SELECT d.row_id, d.dependents FROM json_array_elements_text($6::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
+  succeedJob: `WITH lease AS (UPDATE leases SET state = 'completed' WHERE lease_id = $1)
+    UPDATE jobs SET status = 'success', outputs = $2::text, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
+    WHERE row_id = $4::bigint AND status = 'running' AND lease_id = $1
+    RETURNING *`,
+  /**
+   * Failure plan `fail`: lease settled, job failed; what is below follows by lockBelow and
+   * applyDecisions, and the run is settled after COMMIT (settleRunIfOver).
+   * $1 lease id, $2 lease state, $3 job row id, $4 error, $5 now.
+   */
+  failJob: `WITH lease AS (UPDATE leases SET state = $2 WHERE lease_id = $1)
+    UPDATE jobs SET status = 'failed', error = $4, finished_at_ms = $5::bigint, deadline_ms = NULL
+    WHERE row_id = $3::bigint RETURNING *`,
+  /**
+   * Every pending job downstream of a job that ended (found through dependents, through pending jobs
+   * only: nothing else can move), locked in row order and read at its newest version, for
+   * conditions.ts propagate to decide on. A job that stopped being pending meanwhile is left out by
+   * the lock's re-check. $1 workflow id, $2 run number, $3 the ended job's dependents (JSON array).
+   */
+  lockBelow: `WITH RECURSIVE below(row_id, dependents) AS (
+      SELECT d.row_id, d.dependents FROM json_array_elements_text($3::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
       WHERE d.status = 'pending'
       UNION
       SELECT d.row_id, d.dependents FROM below b
       CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
+      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
       WHERE d.status = 'pending'
-    ), locked AS (
-      SELECT j.row_id FROM jobs j WHERE j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending'
-      ORDER BY j.row_id FOR UPDATE
-    ), skipped AS (
-      UPDATE jobs j SET status = 'skipped', finished_at_ms = $5::bigint, error = $9
-      FROM locked WHERE j.row_id = locked.row_id
-      RETURNING j.row_id, j.job_id
     )
-    SELECT (SELECT to_json(f) FROM failed f) AS job,
-      (SELECT COALESCE(json_agg(s.job_id ORDER BY s.row_id), '[]') FROM skipped s) AS skipped`,
+    SELECT j.* FROM jobs j WHERE j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending'
+    ORDER BY j.row_id FOR UPDATE OF j`,
+  /**
+   * Writes what propagate (or a cancel) decided for jobs already locked: counters, needs results and
+   * flags; a pending job now `queued` gets its enqueue time and its upstream outputs (in needs order:
+   * those its needs' completions carried to it, else read from the need's row, committed before this
+   * statement began or written earlier in this transaction), one now `skipped` its end and reason.
+   * $1 decisions (JSON array of {row_id, status, pending_needs, needs_results (JSON text),
+   * failed_upstream, run_cancelled, error}), $2 now.
+   */
+  applyDecisions: `UPDATE jobs d SET status = u.status, pending_needs = u.pending_needs, needs_results = u.needs_results,
+      failed_upstream = u.failed_upstream, run_cancelled = u.run_cancelled,
+      error = CASE WHEN u.status = 'skipped' THEN u.error ELSE d.error END,
+      finished_at_ms = CASE WHEN u.status = 'skipped' THEN $2::bigint ELSE d.finished_at_ms END,
+      enqueued_at_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN $2::bigint ELSE d.enqueued_at_ms END,
+      ready_at_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN $2::bigint ELSE d.ready_at_ms END,
+      delayed_until_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN 0 ELSE d.delayed_until_ms END,
+      upstream_outputs = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN (
+          SELECT COALESCE(json_object_agg(n.job_id, COALESCE(
+              d.upstream_outputs::jsonb ->> n.job_id,
+              (SELECT x.outputs FROM jobs x WHERE x.workflow_id = d.workflow_id AND x.run_number = d.run_number AND x.job_id = n.job_id),
+              '{}')::json ORDER BY n.ord), '{}'::json)::text
+          FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord))
+        ELSE d.upstream_outputs END
+    FROM json_to_recordset($1::json) AS u(row_id bigint, status text, pending_needs int, needs_results text,
+      failed_upstream smallint, run_cancelled smallint, error text)
+    WHERE d.row_id = u.row_id`,
 
   // ----------------------------------------------------------------------------------- reaper
   /** Active leases past their expiry, through leases_expiry. $1 now, $2 limit. */

@@ -1,8 +1,10 @@
+import { planCancel } from '../../domain/conditions.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
-import type { CancelRunOutcome, JobChange, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
-import { jobRow, toRun, toWorkflow, type Row } from '../rows.js';
+import { isTerminal } from '../../domain/types.js';
+import type { CancelRunOutcome, JobChange, JobRecord, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
+import { jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
-import { finishJobs } from './settle.js';
+import { change, finishJobs, propagateEnd } from './settle.js';
 
 /** Workflows and runs as synchronous operations (see operations.ts). */
 
@@ -53,7 +55,8 @@ export function startRun(
     if (last && last.status === 'running') return { kind: 'active', run_number: wf.latest_run };
   }
   const runNumber = wf.latest_run + 1;
-  const unfinished = req.jobs.length;
+  // Jobs a condition skipped at the start are finished already (src/engine/run-plan.ts).
+  const unfinished = req.jobs.filter((j) => !isTerminal(j.status)).length;
   const counts = { unfinished, failed: 0, cancelled: 0 };
   const run: RunRecord = {
     workflow_id: wf.id,
@@ -75,7 +78,11 @@ export function startRun(
   return { kind: 'started', run, changes };
 }
 
-/** Cancels what is left of the latest run, voiding the leases of its running jobs. */
+/**
+ * Cancels what is left of the latest run, voiding the leases of its running jobs; `always()` and
+ * `cancelled()` jobs no cancel spared before are spared: marked, counted down for the needs this
+ * cancel ended, and queued once none is left (docs/architecture.md "Conditions").
+ */
 export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRunOutcome {
   const row = c.q('getWorkflow').get(workflowId) as Row | undefined;
   if (!row) return { kind: 'not_found' };
@@ -83,14 +90,39 @@ export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRun
   if (latest === 0) return { kind: 'idle' };
   const runRow = c.q('getRun').get(workflowId, latest) as Row | undefined;
   if (!runRow || toRun(runRow).status !== 'running') return { kind: 'idle' };
-  c.q('cancelRunLeases').run(workflowId, latest);
-  const cancelled = (c.q('cancelRunJobs').all(nowMs, workflowId, latest) as Array<{ row_id: number; job_id: string }>).sort(
-    (a, b) => a.row_id - b.row_id,
-  );
   const run = { workflow_id: workflowId, run_number: latest };
-  finishJobs(c, run, { finished: cancelled.length, failed: 0, cancelled: cancelled.length }, nowMs);
-  // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
-  c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
-  const jobs = cancelled.map((j) => j.job_id);
-  return { kind: 'cancelled', run_number: latest, jobs, changes: jobs.map((job_id) => ({ ...run, job_id })) };
+  const plan = planCancel((c.q('unfinishedRunJobs').all(workflowId, latest) as Row[]).map(toJob));
+  for (const j of plan.cancelled) {
+    if (j.status === 'running' && j.lease_id !== null) c.q('closeLease').run('cancelled', j.lease_id);
+    c.q('cancelJob').run(nowMs, j.row_id);
+  }
+  const changes: JobChange[] = plan.cancelled.map(change);
+  for (const j of plan.spared) {
+    if (j.status !== 'pending') c.q('applyDecision').run(decisionRow(j, nowMs));
+  }
+  const pendingSpared = new Map(plan.spared.filter((j) => j.status === 'pending').map((j) => [j.job_id, j]));
+  for (const j of pendingSpared.values()) c.q('applyDecision').run(decisionRow(j, nowMs));
+  propagateEnd(c, run, plan.ended, nowMs, changes, pendingSpared);
+  // Spared jobs count as the cancel's too: the run ends `cancelled` whatever they do.
+  const reached = plan.cancelled.length + plan.spared.length;
+  finishJobs(c, run, { finished: plan.cancelled.length, failed: 0, cancelled: reached }, nowMs);
+  if (plan.spared.length === 0) {
+    // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
+    c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
+  }
+  const jobs = plan.cancelled.map((j) => j.job_id);
+  return { kind: 'cancelled', run_number: latest, jobs, changes };
+}
+
+function decisionRow(j: JobRecord, nowMs: number): Row {
+  return {
+    row_id: j.row_id,
+    status: j.status,
+    pending_needs: j.pending_needs,
+    needs_results: JSON.stringify(j.needs_results),
+    failed_upstream: j.failed_upstream ? 1 : 0,
+    run_cancelled: j.run_cancelled ? 1 : 0,
+    error: j.error,
+    now_ms: nowMs,
+  };
 }

@@ -1,3 +1,4 @@
+import { endedJob, failedReason, propagate, type EndedJob, type WaitingJob } from '../../domain/conditions.js';
 import { planFailure } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord } from '../store.js';
@@ -78,16 +79,59 @@ export function applyFailure(
     );
   }
   const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
-  const skipped = job.dependents.length === 0 ? [] : (c.q('skipDownstream').all({
-    workflow_id: job.workflow_id,
-    run_number: job.run_number,
-    dependents: JSON.stringify(job.dependents),
-    now_ms: nowMs,
-    error: `upstream job "${job.job_id}" failed`,
-  }) as Array<{ row_id: number; job_id: string }>);
-  skipped.sort((a, b) => a.row_id - b.row_id);
-  for (const s of skipped) changes.push({ workflow_id: job.workflow_id, run_number: job.run_number, job_id: s.job_id });
-  const ended = 1 + skipped.length;
-  finishJobs(c, job, { finished: ended, failed: ended, cancelled: 0 }, nowMs);
+  const { skipped } = propagateEnd(c, job, [{ ...endedJob(failed), skip_reason: failedReason(job.job_id) }], nowMs, changes);
+  finishJobs(c, job, { finished: 1 + skipped, failed: 1, cancelled: 0 }, nowMs);
   return failed;
+}
+
+/**
+ * Tells the jobs below `ended` (jobs of `run` that just ended) and writes what conditions.ts decided:
+ * dependents counted down, queued (with their upstream outputs) or skipped, and so on down. The jobs
+ * it changed are appended to `changes`; answers the ones queued and how many were skipped (for the
+ * run's counters, which the caller keeps).
+ */
+export function propagateEnd(
+  c: Conn,
+  run: { workflow_id: string; run_number: number },
+  ended: readonly EndedJob[],
+  nowMs: number,
+  changes: JobChange[],
+  seed: ReadonlyMap<string, JobRecord> = new Map(),
+): { enqueued: string[]; skipped: number } {
+  const rows = new Map<string, JobRecord>(seed);
+  const lookup = (id: string): WaitingJob | undefined => {
+    let j = rows.get(id);
+    if (!j) {
+      const row = c.q('getJob').get(run.workflow_id, run.run_number, id) as Row | undefined;
+      if (!row) return undefined;
+      j = toJob(row);
+      rows.set(id, j);
+    }
+    return j;
+  };
+  const changed = propagate(ended, lookup) as unknown as JobRecord[];
+  changed.sort((a, b) => a.row_id - b.row_id);
+  const enqueued: string[] = [];
+  let skipped = 0;
+  for (const j of changed) {
+    writeDecision(c, j, nowMs);
+    if (j.status === 'queued') enqueued.push(j.job_id);
+    if (j.status === 'skipped') skipped++;
+    changes.push(change(j));
+  }
+  return { enqueued, skipped };
+}
+
+export function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
+  c.q('applyDecision').run({
+    row_id: j.row_id,
+    status: j.status === 'queued' ? 'pending' : j.status,
+    pending_needs: j.pending_needs,
+    needs_results: JSON.stringify(j.needs_results),
+    failed_upstream: j.failed_upstream ? 1 : 0,
+    run_cancelled: j.run_cancelled ? 1 : 0,
+    error: j.error,
+    now_ms: nowMs,
+  });
+  if (j.status === 'queued') c.q('enqueueReady').run({ row_id: j.row_id, now_ms: nowMs });
 }
