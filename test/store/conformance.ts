@@ -12,6 +12,7 @@ import { leaseCases } from './conformance-leases.js';
 import { reaperAndLogCases } from './conformance-reaper.js';
 import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
+import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -54,6 +55,8 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('lease calls', () => leaseCases(withStore));
     describe('reaper, logs, workers, reads', () => reaperAndLogCases(withStore));
     describe('retention and deleting workflows', () => retentionCases(withStore));
+    describe('conditional jobs', () => conditionCases(withStore));
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
+    if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
   });
 }

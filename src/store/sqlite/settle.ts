@@ -30,7 +30,7 @@ export function finishJobs(
   counts: { finished: number; failed: number; cancelled: number },
   nowMs: number,
 ): void {
-  if (counts.finished === 0) return;
+  if (counts.finished === 0 && counts.cancelled === 0) return;
   const r = c.q('countFinishedJobs').get({ workflow_id: run.workflow_id, run_number: run.run_number, ...counts }) as
     | RunCounters
     | undefined;
