@@ -58,7 +58,7 @@ export interface EndedJob {
   skip_reason: string;
 }
 
-export function failedReason(jobId: string): string {
+function failedReason(jobId: string): string {
   return `upstream job "${jobId}" failed`;
 }
 

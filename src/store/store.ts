@@ -418,13 +418,15 @@ export interface Store {
   heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome>;
   /**
    * Marks the lease's job a success with its outputs, decrements the pending-needs counter of each
-   * direct dependent, and queues those that reach zero with the outputs of their direct needs; settles
+   * direct dependent, and queues those that reach zero with the outputs of their direct needs (or
+   * skips them, and so on down, when their `if:` says so: docs/architecture.md "Conditions"); settles
    * the run when it was the last unfinished job. All one atomic step.
    */
   complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome>;
   /**
    * Applies a failure by the domain's retry plan (planFailure): re-queued for attempt + 1 after its
-   * backoff, or failed with every job downstream skipped and the run settled if it is over.
+   * backoff, or failed with the jobs downstream skipped, or counted down and queued when their `if:`
+   * lets them run after it, and the run settled if it is over.
    */
   fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome>;
   /** Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored. */

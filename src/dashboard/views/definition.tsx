@@ -11,6 +11,8 @@ export function definitionYaml(doc: StatusDocument): string {
     const def: Record<string, unknown> = {};
     if (j.name !== j.id) def.name = j.name;
     if (j.depends_on.length > 0) def.needs = j.depends_on;
+    // Older servers send no condition; success() is the default either way.
+    if (j.condition && j.condition !== 'success()') def.if = j.condition;
     def.run = j.command;
     if (j.required_labels.length > 0) def.labels = j.required_labels;
     if (j.max_retries > 0) def.retries = j.max_retries;

@@ -1,4 +1,4 @@
-import { endedJob, failedReason, propagate, type EndedJob, type WaitingJob } from '../../domain/conditions.js';
+import { endedJob, propagate, type EndedJob, type WaitingJob } from '../../domain/conditions.js';
 import { planFailure } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord } from '../store.js';
@@ -53,7 +53,8 @@ export function settleIfOver(c: Conn, run: { workflow_id: string; run_number: nu
 
 /**
  * Applies a failure to a job by its retry plan: back in the queue for the next attempt, or failed for
- * good with everything pending downstream skipped and the run settled if it is over. Returns the job
+ * good with what is pending downstream decided by its conditions (skipped, or counted down and maybe
+ * queued: docs/architecture.md "Conditions") and the run settled if it is over. Returns the job
  * as it is afterwards; the jobs it changed are appended to `changes`.
  */
 export function applyFailure(
@@ -79,7 +80,7 @@ export function applyFailure(
     );
   }
   const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
-  const { skipped } = propagateEnd(c, job, [{ ...endedJob(failed), skip_reason: failedReason(job.job_id) }], nowMs, changes);
+  const { skipped } = propagateEnd(c, job, [endedJob(failed)], nowMs, changes);
   finishJobs(c, job, { finished: 1 + skipped, failed: 1, cancelled: 0 }, nowMs);
   return failed;
 }
