@@ -69,6 +69,8 @@ function decideRoots(jobs: NewJob[], nowMs: number): void {
     if (j.status === 'queued') {
       j.enqueued_at_ms = nowMs;
       j.ready_at_ms = nowMs;
+      // Its needs were all skipped here, so none has outputs; each is listed, as a completion lists them.
+      j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, {}]));
     }
   }
 }

@@ -3,9 +3,24 @@
  * "Conditions"): what runs below a job that ended, what a cancel spares, and how the run ends.
  */
 import assert from 'node:assert/strict';
+import type { WorkflowDefinition } from '../../src/domain/types.js';
+import { planRun } from '../../src/engine/run-plan.js';
 import type { JobRecord, Store } from '../../src/store/store.js';
 import type { Case, ConformanceOptions, StoreHandle } from './conformance.js';
-import { claim, claimOne, complete, job, lease, pool, runStatus, start } from './fixtures.js';
+import { claim, claimOne, complete, HASH, job, lease, pool, runStatus, start, wfRecord } from './fixtures.js';
+
+/** Starts a run of `def` with the jobs the engine plans for it (roots decided by their conditions). */
+async function startPlanned(store: Store, def: WorkflowDefinition, now: number) {
+  await store.saveWorkflow(wfRecord(def.id, now));
+  const { jobs, labelSets } = planRun(def, now);
+  const out = await store.startRun({ workflow_id: def.id, expected_hash: HASH, jobs, label_sets: labelSets, now_ms: now });
+  assert.equal(out.kind, 'started');
+  return out.kind === 'started' ? out.run : null;
+}
+
+const spec = (id: string, over: Partial<WorkflowDefinition['jobs'][number]> = {}): WorkflowDefinition['jobs'][number] => ({
+  id, name: id, command: 'true', needs: [], labels: [], max_retries: 0, backoff: { kind: 'none' }, env: {}, timeout_secs: null, ...over,
+});
 
 async function failFor(store: Store, leaseId: string, now: number) {
   const out = await store.fail(leaseId, 'boom', false, now);
@@ -154,6 +169,21 @@ export function conditionCases(withStore: Case): void {
     assert.deepEqual(again.kind === 'cancelled' && again.jobs, ['cleanup'], 'the second cancel stops it');
     assert.equal((await store.heartbeat(c2.lease.lease_id, 7500)).kind, 'cancelled');
     assert.deepEqual(await runStatus(store, 'w', 2), { status: 'cancelled', finished_at_ms: 7000 });
+  });
+
+  withStore('a run whose roots a condition skips at the start: counted as finished; with nothing left it is over at once, success', async (store) => {
+    const run = await startPlanned(store, { id: 'w', name: 'w', trigger: null, env: {}, jobs: [
+      spec('a'), spec('onfail', { condition: 'failure' }), spec('below', { needs: ['onfail'] }),
+    ] }, 1000);
+    assert.deepEqual([run?.status, run?.finished_at_ms], ['running', null]);
+    assert.deepEqual([(await job(store, 'w', 'onfail')).status, (await job(store, 'w', 'below')).status], ['skipped', 'skipped']);
+    await complete(store, (await claimOne(store, 1000, 'a')).lease.lease_id, {}, 2000);
+    assert.deepEqual(await runStatus(store, 'w'), { status: 'success', finished_at_ms: 2000 });
+
+    const all = await startPlanned(store, { id: 'v', name: 'v', trigger: null, env: {}, jobs: [spec('c', { condition: 'cancelled' })] }, 3000);
+    assert.deepEqual([all?.status, all?.finished_at_ms], ['success', 3000]);
+    assert.deepEqual(await runStatus(store, 'v'), { status: 'success', finished_at_ms: 3000 });
+    assert.equal((await startPlanned(store, { id: 'v', name: 'v', trigger: null, env: {}, jobs: [spec('c')] }, 4000))?.run_number, 2, 'and the next run starts');
   });
 
   withStore('a root always() job is spared by a cancel and runs', async (store) => {

@@ -120,7 +120,10 @@ describe('condition rules', () => {
       ['a', 'queued'], ['onfail', 'skipped'], ['below', 'skipped'], ['cleanup', 'queued'], ['later', 'pending'],
     ]);
     assert.deepEqual([by.get('onfail')!.error, by.get('onfail')!.finished_at_ms], ['if: failure() is false at the start of the run', 5000]);
-    assert.deepEqual([by.get('cleanup')!.enqueued_at_ms, by.get('cleanup')!.needs_results], [5000, { onfail: 'skipped' }]);
+    assert.deepEqual(
+      [by.get('cleanup')!.enqueued_at_ms, by.get('cleanup')!.needs_results, by.get('cleanup')!.upstream_outputs],
+      [5000, { onfail: 'skipped' }, { onfail: {} }],
+    );
     assert.deepEqual([by.get('later')!.pending_needs, by.get('a')!.conditional_dependents, by.get('below')!.conditional_dependents], [1, true, false]);
   });
 
