@@ -1,10 +1,10 @@
 import { planCancel } from '../../domain/conditions.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import { isTerminal } from '../../domain/types.js';
-import type { CancelRunOutcome, JobChange, JobRecord, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
+import type { CancelRunOutcome, JobChange, RunRecord, StartRunOutcome, StartRunRequest, WorkflowRecord } from '../store.js';
 import { jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
-import { change, finishJobs, propagateEnd } from './settle.js';
+import { change, decisionParams, finishJobs, propagateEnd } from './settle.js';
 
 /** Workflows and runs as synchronous operations (see operations.ts). */
 
@@ -97,11 +97,9 @@ export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRun
     c.q('cancelJob').run(nowMs, j.row_id);
   }
   const changes: JobChange[] = plan.cancelled.map(change);
-  for (const j of plan.spared) {
-    if (j.status !== 'pending') c.q('applyDecision').run(decisionRow(j, nowMs));
-  }
+  // Marked run_cancelled first; those the cancelled jobs unblock are written again by propagateEnd.
+  for (const j of plan.spared) c.q('applyDecision').run(decisionParams(j, nowMs));
   const pendingSpared = new Map(plan.spared.filter((j) => j.status === 'pending').map((j) => [j.job_id, j]));
-  for (const j of pendingSpared.values()) c.q('applyDecision').run(decisionRow(j, nowMs));
   propagateEnd(c, run, plan.ended, nowMs, changes, pendingSpared);
   // Spared jobs count as the cancel's too: the run ends `cancelled` whatever they do.
   const reached = plan.cancelled.length + plan.spared.length;
@@ -112,17 +110,4 @@ export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRun
   }
   const jobs = plan.cancelled.map((j) => j.job_id);
   return { kind: 'cancelled', run_number: latest, jobs, changes };
-}
-
-function decisionRow(j: JobRecord, nowMs: number): Row {
-  return {
-    row_id: j.row_id,
-    status: j.status,
-    pending_needs: j.pending_needs,
-    needs_results: JSON.stringify(j.needs_results),
-    failed_upstream: j.failed_upstream ? 1 : 0,
-    run_cancelled: j.run_cancelled ? 1 : 0,
-    error: j.error,
-    now_ms: nowMs,
-  };
 }

@@ -123,16 +123,22 @@ export function propagateEnd(
   return { enqueued, skipped };
 }
 
-export function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
-  c.q('applyDecision').run({
+/** Writes a pending job's decision; one now queued also takes enqueueReady (its times and upstream outputs). */
+function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
+  c.q('applyDecision').run(decisionParams({ ...j, status: j.status === 'queued' ? 'pending' : j.status }, nowMs));
+  if (j.status === 'queued') c.q('enqueueReady').run({ row_id: j.row_id, now_ms: nowMs });
+}
+
+/** The parameters of applyDecision for `j` as it is now. */
+export function decisionParams(j: JobRecord, nowMs: number): Row {
+  return {
     row_id: j.row_id,
-    status: j.status === 'queued' ? 'pending' : j.status,
+    status: j.status,
     pending_needs: j.pending_needs,
     needs_results: JSON.stringify(j.needs_results),
     failed_upstream: j.failed_upstream ? 1 : 0,
     run_cancelled: j.run_cancelled ? 1 : 0,
     error: j.error,
     now_ms: nowMs,
-  });
-  if (j.status === 'queued') c.q('enqueueReady').run({ row_id: j.row_id, now_ms: nowMs });
+  };
 }
