@@ -36,7 +36,8 @@ async function seed(store: SqliteStore, n: number): Promise<void> {
       const delayed = i % 2 === 1 ? now + 3_600_000 : 0;
       jobs.push({
         workflow_id: id, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels,
-        label_key: labelKey(labels), needs: [], dependents: [], pending_needs: 0, max_retries: 0, backoff: { kind: 'none' },
+        label_key: labelKey(labels), needs: [], dependents: [], pending_needs: 0,
+        condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false, conditional_dependents: false, max_retries: 0, backoff: { kind: 'none' },
         timeout_secs: null, status: 'queued', attempt: 0, enqueued_at_ms: now - n + i, delayed_until_ms: delayed,
         ready_at_ms: Math.max(now - n + i, delayed), started_at_ms: null, finished_at_ms: null, deadline_ms: null,
         error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null,

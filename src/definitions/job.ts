@@ -2,6 +2,7 @@
  * One job, read from either definition form. The two forms differ only in key names, so a single
  * reader takes the spelling table and reports issues under the key the user actually wrote.
  */
+import { JOB_CONDITIONS, type JobCondition } from '../domain/conditions.js';
 import { labelProblem, MAX_LABELS } from '../domain/labels.js';
 import type { JobPresentation, JobSpec } from '../domain/types.js';
 import { readBackoff } from './backoff.js';
@@ -31,6 +32,8 @@ export interface JobKeys {
   command: string;
   /** Only the contract form has `steps`. */
   steps: string | null;
+  /** Only the contract form has `if` (the array form is workflow-graph's shape, which has none). */
+  condition: string | null;
   labels: string;
   retries: string;
   /** Spellings from the other form or from GitHub Actions, mapped to this form's key. */
@@ -48,10 +51,11 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
+  condition: 'if',
   labels: 'labels',
   retries: 'retries',
   aliases: {
@@ -66,6 +70,8 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     timeout: 'timeout_secs',
     timeout_minutes: 'timeout_secs',
     environment: 'env',
+    condition: 'if',
+    when: 'if',
   },
   presentation: false,
 };
@@ -87,6 +93,7 @@ export const ARRAY_JOB_KEYS: JobKeys = {
   needs: 'depends_on',
   command: 'command',
   steps: null,
+  condition: null,
   labels: 'required_labels',
   retries: 'max_retries',
   aliases: {
@@ -108,7 +115,7 @@ export const ARRAY_JOB_KEYS: JobKeys = {
 /** `label` names the job in issues even when its id is unusable. */
 export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, issues: Issues): JobSpec {
   const at = (field: string): At => ({ issues, job: label, field });
-  checkKeys(raw, keys.allowed, (key, message) => issues.add(label, key, message), keys.aliases);
+  checkKeys(raw, keys.allowed, (key, message) => issues.add(label, key, key === 'if' && keys.condition === null ? ARRAY_FORM_IF : message), keys.aliases);
 
   const name = isAbsent(raw.name) ? id : readString(raw.name, at('name'), { nonEmpty: true }) ?? id;
   const needs = isAbsent(raw[keys.needs]) ? [] : uniqueInOrder(readStringList(raw[keys.needs], at(keys.needs)));
@@ -127,9 +134,34 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
     env: readEnv(raw.env, at('env')),
     timeout_secs: timeout,
   };
+  const condition = keys.condition === null || isAbsent(raw[keys.condition]) ? 'success' : readCondition(raw[keys.condition], at(keys.condition));
+  // success() is the default: left out, so that definitions without `if` keep their shape and hash.
+  if (condition !== 'success') spec.condition = condition;
   const presentation = keys.presentation ? readPresentation(raw, at) : undefined;
   if (presentation) spec.presentation = presentation;
   return spec;
+}
+
+const ARRAY_FORM_IF =
+  "'if' is read only in the contract form (jobs keyed by id, with 'run'); this is the array form (a list of jobs with 'command')";
+
+const CONDITION_LIST = JOB_CONDITIONS.map((c) => `${c}()`).join(', ');
+
+/**
+ * One of the four status functions, as GitHub Actions spells them; the `${{ }}` wrapping GitHub users
+ * type is accepted. Expressions (`!`, `&&`, `needs.x.result == …`) are not: weft has no evaluator.
+ */
+function readCondition(value: unknown, at: At): JobCondition {
+  const text = readString(value, at);
+  if (text === undefined) return 'success';
+  const wrapped = /^\s*\$\{\{([\s\S]*)\}\}\s*$/.exec(text);
+  const inner = (wrapped ? wrapped[1]! : text).trim();
+  const m = /^([a-z]+)\(\s*\)$/.exec(inner);
+  const name = m ? m[1]! : null;
+  if (name !== null && (JOB_CONDITIONS as readonly string[]).includes(name)) return name as JobCondition;
+  const hint = /^[a-z]+$/.test(inner) && (JOB_CONDITIONS as readonly string[]).includes(inner) ? ` (did you mean '${inner}()'?)` : '';
+  at.issues.add(at.job, at.field, `must be one of ${CONDITION_LIST}, got ${describe(value)}${hint}; expressions are not supported`);
+  return 'success';
 }
 
 /** The same limits as a worker's labels (README "Limits"), so that every job can fit some worker. */

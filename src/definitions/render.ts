@@ -46,6 +46,7 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (job.name !== job.id) out.name = job.name;
   if (job.needs.length > 0) out.needs = [...job.needs];
+  if (job.condition !== undefined && job.condition !== 'success') out.if = `${job.condition}()`;
   out.run = job.command;
   if (job.labels.length > 0) out.labels = [...job.labels];
   if (job.max_retries > 0) out.retries = job.max_retries;

@@ -1,3 +1,5 @@
+import type { JobCondition } from './conditions.js';
+
 /**
  * Pure domain types shared by every layer. No I/O lives here.
  */
@@ -53,6 +55,8 @@ export interface JobSpec {
   env: Record<string, string>;
   /** A running attempt older than this is failed (retryable). null means no timeout. */
   timeout_secs: number | null;
+  /** `if:` when it is not the default `success` (README "Workflow definitions"). */
+  condition?: JobCondition;
   /** Display data existing clients send in the array form, kept and shown as given. */
   presentation?: JobPresentation;
 }

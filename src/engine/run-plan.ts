@@ -1,3 +1,4 @@
+import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
 import { inputEnvName } from '../domain/inputs.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
@@ -17,13 +18,16 @@ export interface PlanOptions {
 /**
  * The rows a new run of `def` starts with: roots queued at once, every other job pending with one
  * pending need per entry of `needs` (README "How a run works"). A kept job is no pending need, so a job
- * whose needs are all kept is queued at once with their outputs.
+ * whose needs are all kept is queued at once with their outputs. A job ready at the start whose
+ * condition is false there (`failure()`, `cancelled()`) is skipped right away, and so is what that
+ * decides below it.
  */
 export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
   const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
   const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), value]));
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
+  const conditional = new Set(def.jobs.filter((s) => (s.condition ?? 'success') !== 'success').map((s) => s.id));
   const jobs = def.jobs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
@@ -44,6 +48,11 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       needs: spec.needs,
       dependents: dependents.get(spec.id) ?? [],
       pending_needs: spec.needs.length - keptNeeds.length,
+      condition: spec.condition ?? 'success',
+      needs_results: {},
+      failed_upstream: false,
+      run_cancelled: false,
+      conditional_dependents: (dependents.get(spec.id) ?? []).some((d) => conditional.has(d)),
       max_retries: spec.max_retries,
       backoff: spec.backoff,
       timeout_secs: spec.timeout_secs,
@@ -62,7 +71,28 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       lease_id: null,
     };
   });
+  decideReady(jobs, nowMs);
   return { jobs, labelSets: [...labelSets.values()] };
+}
+
+/** Skips the jobs ready at the start whose condition is false, and what that decides below them. */
+function decideReady(jobs: NewJob[], nowMs: number): void {
+  const byId = new Map<string, NewJob>(jobs.map((j) => [j.job_id, j]));
+  const skipped = jobs.filter((j) => j.status === 'queued' && !conditionHolds(j));
+  if (skipped.length === 0) return;
+  for (const j of skipped) {
+    Object.assign(j, { status: 'skipped', enqueued_at_ms: 0, ready_at_ms: 0, finished_at_ms: nowMs, error: `if: ${j.condition}() is false at the start of the run` });
+  }
+  const changed = propagate(skipped.map(endedJob), (id) => byId.get(id) as WaitingJob | undefined);
+  for (const j of changed as unknown as NewJob[]) {
+    if (j.status === 'skipped') j.finished_at_ms = nowMs;
+    if (j.status === 'queued') {
+      j.enqueued_at_ms = nowMs;
+      j.ready_at_ms = nowMs;
+      // Needs skipped here have no outputs; kept ones keep theirs. Each is listed, as a completion lists them.
+      j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, j.upstream_outputs[n] ?? {}]));
+    }
+  }
 }
 
 export type RerunScope = { only: 'failed' | 'all' } | { from: string };

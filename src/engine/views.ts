@@ -1,4 +1,5 @@
 import { backoffToWire } from '../domain/backoff.js';
+import { needsResultEnvName } from '../domain/conditions.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
 import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
@@ -99,6 +100,8 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     outputs: j.outputs ?? {},
     error: j.error,
     worker_id: j.worker_id,
+    condition: `${j.condition}()`,
+    needs_results: j.needs_results,
   };
 }
 
@@ -133,6 +136,8 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       outputs: {},
       error: null,
       worker_id: null,
+      condition: `${spec.condition ?? 'success'}()`,
+      needs_results: {},
     };
   });
 }
@@ -196,9 +201,20 @@ function claimedJob(job: JobRecord): ClaimedJob {
     delayed_until_ms: job.delayed_until_ms,
     run_number: job.run_number,
     name: job.name,
-    env: job.env,
+    env: job.needs.length === 0 ? job.env : { ...job.env, ...needsResultsEnv(job) },
     timeout_secs: job.timeout_secs,
   };
+}
+
+/**
+ * `WEFT_NEEDS_<JOB>_RESULT` of each need, carried in the claimed job's `env` so that every worker hands
+ * it to the command without knowing of it (README "Workflow definitions", `if:`). A need the row does
+ * not list in needs_results succeeded.
+ */
+function needsResultsEnv(job: JobRecord): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const need of job.needs) env[needsResultEnvName(need)] = job.needs_results[need] ?? 'success';
+  return env;
 }
 
 export function leaseView(l: LeaseRecord): LeaseView {

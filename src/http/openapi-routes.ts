@@ -104,7 +104,9 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /api/workflows/:id/cancel': {
     tag: 'workflows',
     summary: 'Cancel the latest run',
-    description: 'Cancels every pending, queued and running job of the latest run; with no active run nothing changes.',
+    description:
+      'Cancels every pending, queued and running job of the latest run; with no active run nothing changes. ' +
+      'Jobs with if: always() or if: cancelled() are spared: they run once their needs have ended, and a second cancel stops them.',
     errors: ['workflow_not_found'],
     responses: { 202: { description: 'The status document plus the ids of the jobs cancelled', schema: shape.cancelAnswer } },
     body: IGNORED_BODY,

@@ -73,6 +73,8 @@ const jobView = {
     outputs: stringMap,
     error: strOrNull,
     worker_id: strOrNull,
+    condition: { type: 'string', enum: ['success()', 'failure()', 'always()', 'cancelled()'], description: 'the job\'s `if:`' },
+    needs_results: { ...stringMap, description: 'needs that ended other than success: failure, skipped or cancelled' },
   },
 } as const;
 
@@ -222,6 +224,7 @@ const contractJob = {
   properties: {
     name: str,
     needs: needsInput,
+    if: { type: 'string', description: 'success() (default), failure(), always() or cancelled(); ${{ }} around it is accepted' },
     run: { type: 'string', description: 'the command, run with sh -c' },
     steps: { type: 'array', items: { type: 'object', required: ['run'], properties: { name: str, run: str } } },
     labels: strings,

@@ -180,6 +180,10 @@ export interface JobView {
   outputs: Outputs;
   error: string | null;
   worker_id: string | null;
+  /** `if:` as written: `success()` (the default), `failure()`, `always()` or `cancelled()`. */
+  condition: string;
+  /** Needs that ended other than `success`, with how (`failure`, `skipped`, `cancelled`), once they ended. */
+  needs_results: Record<string, string>;
 }
 
 export interface RunView {

@@ -1,3 +1,4 @@
+import type { JobCondition } from '../domain/conditions.js';
 import type { JobState, RunState, WorkflowDefinition } from '../domain/types.js';
 import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
@@ -19,6 +20,10 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     backoff: JSON.stringify(j.backoff),
     outputs: j.outputs === null ? null : JSON.stringify(j.outputs),
     upstream_outputs: JSON.stringify(j.upstream_outputs),
+    needs_results: JSON.stringify(j.needs_results),
+    failed_upstream: j.failed_upstream ? 1 : 0,
+    run_cancelled: j.run_cancelled ? 1 : 0,
+    conditional_dependents: j.conditional_dependents ? 1 : 0,
   };
 }
 
@@ -82,6 +87,11 @@ export function toJob(r: Row): JobRecord {
     needs: JSON.parse(r.needs as string),
     dependents: JSON.parse(r.dependents as string),
     pending_needs: r.pending_needs as number,
+    condition: (r.condition as JobCondition | undefined) ?? 'success',
+    needs_results: r.needs_results === undefined || r.needs_results === null ? {} : JSON.parse(r.needs_results as string),
+    failed_upstream: Boolean(r.failed_upstream),
+    run_cancelled: Boolean(r.run_cancelled),
+    conditional_dependents: Boolean(r.conditional_dependents),
     max_retries: r.max_retries as number,
     backoff: JSON.parse(r.backoff as string),
     timeout_secs: (r.timeout_secs as number | null) ?? null,

@@ -1,3 +1,4 @@
+import type { JobCondition, NeedsResults } from '../domain/conditions.js';
 import type {
   Backoff,
   IncomingLogChunk,
@@ -68,10 +69,24 @@ export interface JobRecord {
   /** Direct downstream jobs (the inverse of needs), so unblocking and skipping touch only them. */
   dependents: string[];
   /**
-   * Needs not yet `success`. The completion that brings it to zero queues the job, whichever sibling
-   * finishes last, without re-reading the others.
+   * Needs not yet ended (for a `success()` job: not yet `success`, since any other end skips it). The
+   * end that brings it to zero queues the job (or skips it, when its condition is false), whichever
+   * sibling finishes last, without re-reading the others.
    */
   pending_needs: number;
+  /** `if:` (docs/architecture.md "Conditions"). */
+  condition: JobCondition;
+  /** Needs that ended other than `success`, with how; recorded as they end. */
+  needs_results: NeedsResults;
+  /** A need failed, or ended below a failure (what `failure()` asks). */
+  failed_upstream: boolean;
+  /** Spared by a cancel of its run (`always()`/`cancelled()`): `cancelled()` holds, and a second cancel stops it. */
+  run_cancelled: boolean;
+  /**
+   * Some direct dependent has a condition other than `success()`: this job's end goes the general way
+   * (conditions.ts propagate) instead of the one-statement completion.
+   */
+  conditional_dependents: boolean;
   max_retries: number;
   backoff: Backoff;
   timeout_secs: number | null;
@@ -436,7 +451,11 @@ export interface Store {
    * the run, unless one is active), every other call answers `taken`.
    */
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome>;
-  /** Cancels every pending, queued and running job of the latest run, if it is running; voids their leases. */
+  /**
+   * Cancels every pending, queued and running job of the latest run, if it is running, and voids their
+   * leases; except jobs with `always()`/`cancelled()` that no cancel has spared before: those are marked
+   * `run_cancelled` and run once their needs have ended (the run stays running until they end).
+   */
   cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
 
   // the worker protocol
@@ -452,13 +471,15 @@ export interface Store {
   heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome>;
   /**
    * Marks the lease's job a success with its outputs, decrements the pending-needs counter of each
-   * direct dependent, and queues those that reach zero with the outputs of their direct needs; settles
+   * direct dependent, and queues those that reach zero with the outputs of their direct needs (or
+   * skips them, and so on down, when their `if:` says so: docs/architecture.md "Conditions"); settles
    * the run when it was the last unfinished job. All one atomic step.
    */
   complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome>;
   /**
    * Applies a failure by the domain's retry plan (planFailure): re-queued for attempt + 1 after its
-   * backoff, or failed with every job downstream skipped and the run settled if it is over.
+   * backoff, or failed with the jobs downstream skipped, or counted down and queued when their `if:`
+   * lets them run after it, and the run settled if it is over.
    */
   fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome>;
   /** Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored. */

@@ -5,6 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
+import { envNamePart } from '../domain/conditions.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
 import { MAX_ERROR_CHARS } from './helpers.js';
@@ -56,8 +57,7 @@ export function formatExitError(code: number | null, signal: string | null, stde
 
 /** `UPSTREAM_<JOB>_<KEY>`: upper-cased, every character outside [A-Za-z0-9] becomes `_`. */
 export function upstreamEnvName(jobId: string, key: string): string {
-  const clean = (s: string) => s.replace(/[^A-Za-z0-9]/g, '_').toUpperCase();
-  return `UPSTREAM_${clean(jobId)}_${clean(key)}`;
+  return `UPSTREAM_${envNamePart(jobId)}_${envNamePart(key)}`;
 }
 
 /**

@@ -13,6 +13,7 @@ import { reaperAndLogCases } from './conformance-reaper.js';
 import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { scheduleCases } from './conformance-schedules.js';
+import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -56,6 +57,8 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('reaper, logs, workers, reads', () => reaperAndLogCases(withStore));
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
+    describe('conditional jobs', () => conditionCases(withStore));
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
+    if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
   });
 }

@@ -4,6 +4,7 @@
  * `Store` methods; times are explicit so no case depends on the wall clock.
  */
 import { randomUUID } from 'node:crypto';
+import type { JobCondition } from '../../src/domain/conditions.js';
 import type { Backoff, Outputs } from '../../src/domain/types.js';
 import { labelKey, normalizeLabels } from '../../src/domain/labels.js';
 import type { Claimed, JobRecord, LabelSet, LeaseRecord, NewJob, Store, StoreReads, WorkflowRecord } from '../../src/store/store.js';
@@ -32,6 +33,8 @@ export interface Spec {
   max_retries?: number;
   backoff?: Backoff;
   timeout_secs?: number | null;
+  /** `if:`; default success. Roots must be success or always (the engine decides the others at start). */
+  condition?: JobCondition;
 }
 
 /**
@@ -56,6 +59,11 @@ export function buildJobs(wf: string, now: number, specs: Record<string, Spec>):
       needs,
       dependents: ids.filter((other) => (specs[other]!.needs ?? []).includes(job_id)),
       pending_needs: needs.length,
+      condition: s.condition ?? 'success',
+      needs_results: {},
+      failed_upstream: false,
+      run_cancelled: false,
+      conditional_dependents: ids.some((other) => (specs[other]!.needs ?? []).includes(job_id) && (specs[other]!.condition ?? 'success') !== 'success'),
       max_retries: s.max_retries ?? 0,
       backoff: s.backoff ?? { kind: 'none' },
       timeout_secs: s.timeout_secs ?? null,

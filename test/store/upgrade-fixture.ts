@@ -25,9 +25,17 @@ export function v1Jobs(): NewJob[] {
   ].map((j) => ({ ...j, ...patch[j.job_id] }));
 }
 
-/** A job row as migration 1 stored it: no pending_needs column yet. */
+/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions. */
 export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> {
-  const { pending_needs: _dropped, ...row } = jobRow(j, runNumber) as Record<string, unknown>;
+  const {
+    pending_needs: _dropped,
+    condition: _c,
+    needs_results: _n,
+    failed_upstream: _f,
+    run_cancelled: _r,
+    conditional_dependents: _d,
+    ...row
+  } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;
 }
 

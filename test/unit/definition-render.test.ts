@@ -40,6 +40,7 @@ test('every key of the contract form survives being written back', () => {
       '    timeout_secs: 600',
       '  test: { needs: build, run: make test, backoff: { fixed: { delay_secs: 5 } } }',
       '  ship: { needs: [build, test], run: "echo \\"ship it\\"" }',
+      '  cleanup: { needs: ship, if: "always()", run: "rm -rf out" }',
       '',
     ].join('\n'),
     { source: 'everything.yml', format: 'yaml', id: 'everything' },
@@ -49,6 +50,7 @@ test('every key of the contract form survives being written back', () => {
   assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'env', 'jobs']);
   // Defaults are left out, as a person would write the file.
   assert.deepEqual(doc.jobs.ship, { needs: ['build', 'test'], run: 'echo "ship it"' });
+  assert.deepEqual(doc.jobs.cleanup, { needs: ['ship'], if: 'always()', run: 'rm -rf out' });
 });
 
 test('the shipped workflow files survive being written back', () => {

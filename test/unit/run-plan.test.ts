@@ -50,3 +50,19 @@ test('a re-run plan: kept jobs succeeded with their outputs and times, the rest 
   assert.deepEqual([row('d').status, row('d').pending_needs, row('d').upstream_outputs], ['pending', 1, { b: { from: 'b' } }]);
   for (const j of jobs) assert.equal(j.env.WEFT_INPUT_LOG_LEVEL, 'debug');
 });
+
+test('a re-run decides the conditions of the jobs its kept jobs make ready at the start', () => {
+  // a kept; b (failure()) and c (always()) need only a; d (success()) needs b.
+  const conditional = parseWorkflowObject(
+    { id: 'w', jobs: { a: { run: 'x' }, b: { run: 'x', needs: 'a', if: 'failure()' }, c: { run: 'x', needs: 'a', if: 'always()' }, d: { run: 'x', needs: 'b' } } },
+    { source: 'test' },
+  );
+  const [a] = planRun(conditional, 1000).jobs;
+  const keptA = { ...a!, row_id: 1, run_number: 1, status: 'success' as const, outputs: { from: 'a' }, started_at_ms: 1100, finished_at_ms: 1200 };
+  const { jobs } = planRun(conditional, 2000, { kept: new Map([['a', keptA]]) });
+  const state = Object.fromEntries(jobs.map((j) => [j.job_id, j.status]));
+  assert.deepEqual(state, { a: 'success', b: 'skipped', c: 'queued', d: 'skipped' });
+  const c = jobs.find((j) => j.job_id === 'c')!;
+  assert.deepEqual(c.upstream_outputs, { a: { from: 'a' } }, 'a kept need still hands its outputs down');
+  assert.match(jobs.find((j) => j.job_id === 'b')!.error ?? '', /failure\(\) is false/);
+});

@@ -174,6 +174,14 @@ export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; j
             <dd>{job.required_labels.join(', ')}</dd>
           </>
         )}
+        {job.condition && job.condition !== 'success()' && (
+          <>
+            <dt>Runs if</dt>
+            <dd>
+              <code>{job.condition}</code>
+            </dd>
+          </>
+        )}
         <dt>Command</dt>
         <dd>
           <code class="command">{job.command}</code>

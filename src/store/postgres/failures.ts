@@ -1,4 +1,5 @@
 import { isLeaseExpired } from '../../domain/lease.js';
+import { endedJob, propagate, type EndedJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
@@ -76,15 +77,41 @@ export async function applyFailure(
     ]);
     return { job: toJob(row!), changes: [change(job)] };
   }
-  const [row] = await q(QUERIES.failJob, [
-    lease.lease_id, leaseState, job.row_id, error, nowMs, job.dependents,
-    job.workflow_id, job.run_number, `upstream job "${job.job_id}" failed`,
+  // Sent together: the job's row is locked by the first, then what is below it in row order.
+  const [[row], below] = await Promise.all([
+    q(QUERIES.failJob, [lease.lease_id, leaseState, job.row_id, error, nowMs]),
+    job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
-  const skipped = row!.skipped as string[];
-  return {
-    job: toJob(row!.job as Row),
-    changes: [change(job), ...skipped.map((job_id) => ({ workflow_id: job.workflow_id, run_number: job.run_number, job_id }))],
-  };
+  const failed = toJob(row!);
+  const changed = await decideBelow(q, [endedJob(failed)], below, nowMs);
+  return { job: failed, changes: [change(job), ...changed.map(change)] };
+}
+
+/**
+ * Runs conditions.ts propagate over `rows` (pending jobs below the ended ones, locked by the caller)
+ * and writes what it decided in one statement. Answers the jobs changed, in row order.
+ */
+export async function decideBelow(q: Exec, ended: readonly EndedJob[], rows: readonly Row[], nowMs: number): Promise<JobRecord[]> {
+  const byId = new Map(rows.map((r) => { const j = toJob(r); return [j.job_id, j] as const; }));
+  const changed = (propagate(ended, (id) => byId.get(id)) as JobRecord[]).sort((a, b) => a.row_id - b.row_id);
+  await writeDecisions(q, changed, nowMs);
+  return changed;
+}
+
+export async function writeDecisions(q: Exec, jobs: readonly JobRecord[], nowMs: number): Promise<void> {
+  if (jobs.length === 0) return;
+  await q(QUERIES.applyDecisions, [
+    jobs.map((j) => ({
+      row_id: j.row_id,
+      status: j.status,
+      pending_needs: j.pending_needs,
+      needs_results: JSON.stringify(j.needs_results),
+      failed_upstream: j.failed_upstream ? 1 : 0,
+      run_cancelled: j.run_cancelled ? 1 : 0,
+      error: j.error,
+    })),
+    nowMs,
+  ]);
 }
 
 /** Settles an active lease that ran out: expired, and its job's attempt a retryable failure. */

@@ -11,9 +11,12 @@ import type {
   ReapOutcome,
 } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
-import { applyFailure, change, currentJob, expire, judgeLease, lockedLease, settleRunIfOver, settleRunsOf, timeOut } from './failures.js';
+import { endedJob } from '../../domain/conditions.js';
+import {
+  applyFailure, change, currentJob, decideBelow, expire, judgeLease, lockedLease, settleRunIfOver, settleRunsOf, timeOut, type LockedLease,
+} from './failures.js';
 import { QUERIES } from './queries.js';
-import { pipeline, statement, transaction, writeStatement, type Sql } from './tx.js';
+import { pipeline, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
 /**
  * The worker protocol's lease calls and the reaper. Each first tries the guarded statement that does
@@ -59,10 +62,29 @@ export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowM
     const v = await judgeLease(q, leaseId, nowMs);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
-    const [again] = await q(QUERIES.completeJob, [leaseId, encoded, nowMs]);
-    return completed(required(again, 'completeJob', leaseId));
+    return completeLocked(q, v.locked, encoded, nowMs);
   });
   return settleRunsOf(sql, nowMs, outcome);
+}
+
+/**
+ * A completion whose end may skip jobs below it, or one whose guard failed under racing calls: under
+ * the lease lock, the job's row, then the pending jobs below it in row order, each decided by
+ * conditions.ts propagate (docs/architecture.md "Conditions").
+ */
+async function completeLocked(q: Exec, { lease, job }: LockedLease, encoded: string, nowMs: number): Promise<CompleteOutcome> {
+  const [[row], below] = await Promise.all([
+    q(QUERIES.succeedJob, [lease.lease_id, encoded, nowMs, job.row_id]),
+    job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
+  ]);
+  const done = toJob(required(row, 'succeedJob', lease.lease_id));
+  const changed = await decideBelow(q, [endedJob(done)], below, nowMs);
+  return {
+    kind: 'completed',
+    job: done,
+    enqueued: changed.filter((j) => j.status === 'queued').map((j) => j.job_id),
+    changes: [change(done), ...changed.map(change)],
+  };
 }
 
 function completed(row: Row): CompleteOutcome {

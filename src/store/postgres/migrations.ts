@@ -18,6 +18,8 @@ import { transaction, type Sql } from './tx.js';
  * migration 1 carries on. Migration 3 drops the run counters again: every completion of a run
  * updating its one row made them queue behind each other's commits; runs are settled by their jobs.
  * Migration 4 adds the indexes retention deletes through (runs by finish time, leases by job).
+ * Migration 5 adds what conditional jobs need on each job (docs/architecture.md "Conditions"); its
+ * constant defaults make the new columns metadata only, without rewriting the table.
  */
 export const POSTGRES_MIGRATIONS: ReadonlyArray<{ version: number; name: string; sql: string }> = [
   {
@@ -192,6 +194,19 @@ CREATE INDEX workflows_next_fire ON workflows(next_fire_at_ms) WHERE next_fire_a
     // from (README "Re-running a run"). Both only ever read with their run row.
     sql: `
 ALTER TABLE runs ADD COLUMN inputs TEXT, ADD COLUMN rerun_of INTEGER;
+`,
+  },
+  {
+    version: 7,
+    name: 'conditional jobs: condition, needs results and what a job learnt from above',
+    // Existing rows get the default condition and nothing learnt: they behave as before.
+    sql: `
+ALTER TABLE jobs
+  ADD COLUMN condition              TEXT     NOT NULL DEFAULT 'success',
+  ADD COLUMN needs_results          TEXT     NOT NULL DEFAULT '{}',
+  ADD COLUMN failed_upstream        SMALLINT NOT NULL DEFAULT 0,
+  ADD COLUMN run_cancelled          SMALLINT NOT NULL DEFAULT 0,
+  ADD COLUMN conditional_dependents SMALLINT NOT NULL DEFAULT 0;
 `,
   },
 ];

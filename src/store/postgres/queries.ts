@@ -1,3 +1,4 @@
+import { CONDITION_QUERIES } from './condition-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 
 /**
@@ -44,6 +45,7 @@ const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[])
 
 export const QUERIES = {
   ...RETENTION_QUERIES,
+  ...CONDITION_QUERIES,
   // ------------------------------------------------------------------------------------ reads
   /** $1 workflow id. */
   getWorkflow: `SELECT * FROM workflows WHERE id = $1`,
@@ -161,13 +163,16 @@ export const QUERIES = {
     ), inserted AS (
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
-        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
+        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
         (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
-        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id'
+        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
+        e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
+        (e.j->>'conditional_dependents')::smallint
       FROM json_array_elements($4::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord
     ), latest AS (
@@ -219,7 +224,7 @@ export const QUERIES = {
         WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.status = 'running' AND l.state = 'active'
           AND l.lease_id <> ALL($4::text[])) AS leases_seen`,
   /** Then every unfinished job of the run, locked in row order. $1 workflow id, $2 run number. */
-  cancelLockJobs: `SELECT row_id, job_id, status, lease_id FROM jobs
+  cancelLockJobs: `SELECT * FROM jobs
     WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'queued', 'running')
     ORDER BY row_id FOR UPDATE`,
   /**
@@ -243,9 +248,12 @@ export const QUERIES = {
   runOpenOfLease: `SELECT l.workflow_id, l.run_number, EXISTS (SELECT 1 FROM jobs j
       WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'queued', 'running')) AS open
     FROM leases l WHERE l.lease_id = $1`,
-  /** How a run that has no job left in motion ended, by its jobs. $1 workflow id, $2 run number. */
-  runTally: `SELECT count(*) FILTER (WHERE status IN ('failed', 'skipped'))::int AS failed,
-      count(*) FILTER (WHERE status = 'cancelled')::int AS cancelled
+  /**
+   * How a run that has no job left in motion ended, by its jobs: a job a cancel spared counts as
+   * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
+   */
+  runTally: `SELECT count(*) FILTER (WHERE status = 'failed')::int AS failed,
+      count(*) FILTER (WHERE status = 'cancelled' OR run_cancelled = 1)::int AS cancelled
     FROM jobs WHERE workflow_id = $1 AND run_number = $2::int`,
   /**
    * Running runs with no job left in motion: what a crash between a job's last transaction and its
@@ -360,6 +368,9 @@ export const QUERIES = {
    * snapshots; kept as JSON text, so their keys keep their order), and the need that queues the
    * dependent assembles them in `needs` order; a need found in none
    * (completed before upstream outputs travelled this way) is read from its row, long committed.
+   *
+   * Only for a job whose end cannot skip anything below it (no conditional dependent, no failure
+   * above it): otherwise the guard fails and lease-ops.ts takes the general way (succeedJob).
    * $1 lease id, $2 outputs (JSON), $3 now.
    */
   completeJob: `WITH lease AS (
@@ -368,6 +379,7 @@ export const QUERIES = {
       WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms
         AND j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id
         AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
+        AND j.conditional_dependents = 0 AND j.failed_upstream = 0
       RETURNING l.job_row_id
     ), done AS (
       UPDATE jobs j SET status = 'success', outputs = $2::text, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
@@ -412,37 +424,6 @@ export const QUERIES = {
       ready_at_ms = $7::bigint, error = $8, started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL,
       worker_id = NULL, lease_id = NULL
     WHERE row_id = $3::bigint RETURNING *`,
-  /**
-   * Failure plan `fail`: lease settled, job failed, every pending job downstream skipped (found through
-   * dependents, locked in row order); the run is settled after COMMIT (settleRunIfOver).
-   * $1 lease id, $2 lease state, $3 job row id, $4 error, $5 now, $6 the job's dependents (JSON array),
-   * $7 workflow id, $8 run number, $9 error of the skipped jobs.
-   */
-  failJob: `WITH RECURSIVE lease AS (
-      UPDATE leases SET state = $2 WHERE lease_id = $1
-    ), failed AS (
-      UPDATE jobs SET status = 'failed', error = $4, finished_at_ms = $5::bigint, deadline_ms = NULL
-      WHERE row_id = $3::bigint RETURNING *
-    ), below(row_id, dependents) AS (
-      SELECT d.row_id, d.dependents FROM json_array_elements_text($6::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-      UNION
-      SELECT d.row_id, d.dependents FROM below b
-      CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $7 AND d.run_number = $8::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-    ), locked AS (
-      SELECT j.row_id FROM jobs j WHERE j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending'
-      ORDER BY j.row_id FOR UPDATE
-    ), skipped AS (
-      UPDATE jobs j SET status = 'skipped', finished_at_ms = $5::bigint, error = $9
-      FROM locked WHERE j.row_id = locked.row_id
-      RETURNING j.row_id, j.job_id
-    )
-    SELECT (SELECT to_json(f) FROM failed f) AS job,
-      (SELECT COALESCE(json_agg(s.job_id ORDER BY s.row_id), '[]') FROM skipped s) AS skipped`,
-
   // ----------------------------------------------------------------------------------- reaper
   /** Active leases past their expiry, through leases_expiry. $1 now, $2 limit. */
   expiredLeases: `SELECT lease_id FROM leases WHERE state = 'active' AND expires_at_ms < $1::bigint

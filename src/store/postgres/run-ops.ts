@@ -1,19 +1,22 @@
+import { planCancel, propagate } from '../../domain/conditions.js';
 import { leaseExpiresAt } from '../../domain/lease.js';
+import { isTerminal } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
   ClaimRequest,
   Claimed,
   FireScheduleOutcome,
   FireScheduleRequest,
+  JobRecord,
   StartRunOutcome,
   StartRunRequest,
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
 import { inputsColumn, jobRow, newLease, schedulesColumn, toJob, toRun, toWorker } from '../rows.js';
-import { settleRunIfOver } from './failures.js';
+import { settleRunIfOver, writeDecisions } from './failures.js';
 import { QUERIES } from './queries.js';
-import { StartOver, transaction, writeStatement, type Exec, type Sql } from './tx.js';
+import { StartOver, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
 /** Workflows, runs, claims and workers: the operations that are not lease calls. */
 
@@ -41,6 +44,17 @@ export async function startRun(
   sql: Sql,
   req: StartRunRequest,
 ): Promise<StartRunOutcome> {
+  const outcome = await insertRun(sql, req);
+  // Conditions may have skipped every job at the start (src/engine/run-plan.ts): the run is over.
+  if (outcome.kind === 'started' && req.jobs.every((j) => isTerminal(j.status))) {
+    await settleRunIfOver(sql, req.workflow_id, outcome.run.run_number, req.now_ms);
+    const [row] = await statement(sql, QUERIES.getRun, [req.workflow_id, outcome.run.run_number]);
+    return { ...outcome, run: toRun(row!) };
+  }
+  return outcome;
+}
+
+async function insertRun(sql: Sql, req: StartRunRequest): Promise<StartRunOutcome> {
   return transaction(sql, async (q): Promise<StartRunOutcome> => {
     // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf), and so
     // does the clean-up of chunks left by a deleted run of the same number (see dropStaleLogChunks).
@@ -147,13 +161,22 @@ export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Pr
     if (jobs.some((j) => j.status === 'running' && !held.has(j.lease_id as string))) {
       throw new StartOver('a job of the run runs under a lease the fence did not take');
     }
-    await q(QUERIES.cancelApply, [heldLeases, jobs.map((j) => j.row_id), nowMs]);
-    const ids = jobs.map((j) => j.job_id as string);
+    // always()/cancelled() jobs are spared (docs/architecture.md "Conditions"); every pending job of
+    // the run is among the rows locked, so what the cancel decides for them needs nothing more.
+    const records = jobs.map(toJob);
+    const plan = planCancel(records);
+    const voided = plan.cancelled.filter((j) => j.status === 'running' && j.lease_id !== null).map((j) => j.lease_id!);
+    await q(QUERIES.cancelApply, [voided, plan.cancelled.map((j) => j.row_id), nowMs]);
+    for (const j of plan.cancelled) j.status = 'cancelled';
+    const byId = new Map(records.map((j) => [j.job_id, j]));
+    const decided = propagate(plan.ended, (id) => byId.get(id)) as JobRecord[];
+    await writeDecisions(q, [...new Set([...plan.spared, ...decided])].sort((a, b) => a.row_id - b.row_id), nowMs);
+    const ids = plan.cancelled.map((j) => j.job_id);
     return {
       kind: 'cancelled',
       run_number: runNumber,
       jobs: ids,
-      changes: ids.map((job_id) => ({ workflow_id: workflowId, run_number: runNumber, job_id })),
+      changes: [...plan.cancelled, ...decided].map((j) => ({ workflow_id: workflowId, run_number: runNumber, job_id: j.job_id })),
     };
   });
   if (outcome.kind === 'cancelled') await settleRunIfOver(sql, workflowId, outcome.run_number, nowMs);

@@ -173,6 +173,18 @@ ALTER TABLE runs ADD COLUMN inputs TEXT;
 ALTER TABLE runs ADD COLUMN rerun_of INTEGER;
 `,
   },
+  {
+    version: 7,
+    name: 'conditional jobs: condition, needs results and what a job learnt from above',
+    // Existing rows get the default condition and nothing learnt: they behave as before (docs/architecture.md "Conditions").
+    sql: `
+ALTER TABLE jobs ADD COLUMN condition TEXT NOT NULL DEFAULT 'success';
+ALTER TABLE jobs ADD COLUMN needs_results TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE jobs ADD COLUMN failed_upstream INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN run_cancelled INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN conditional_dependents INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

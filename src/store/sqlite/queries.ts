@@ -55,8 +55,8 @@ export const QUERIES = {
   getRuns: `SELECT r.* FROM json_each(?) k
     JOIN runs r ON r.workflow_id = json_extract(k.value, '$[0]') AND r.run_number = json_extract(k.value, '$[1]')`,
   /**
-   * @workflow_id @run_number @finished (jobs that reached a terminal state) @failed (of which failed or
-   * skipped) @cancelled (of which cancelled); answers the counters after the change.
+   * @workflow_id @run_number @finished (jobs that reached a terminal state) @failed (of which failed)
+   * @cancelled (of which cancelled, or spared by a cancel); answers the counters after the change.
    */
   countFinishedJobs: `UPDATE runs
     SET unfinished_jobs = unfinished_jobs - @finished, failed_jobs = failed_jobs + @failed, cancelled_jobs = cancelled_jobs + @cancelled
@@ -73,10 +73,12 @@ export const QUERIES = {
   /** every column of rows.ts jobRow() by name */
   insertJob: `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
-      started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id)
+      started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
+      condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
     VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
       @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
-      @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id)`,
+      @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id,
+      @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents)`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
   /** ? JSON array of [workflow_id, run_number] pairs */
@@ -152,28 +154,21 @@ export const QUERIES = {
     WHERE row_id = @row_id
     RETURNING *`,
   /**
-   * Skips every pending job downstream of a failed one, walking dependents through pending jobs only.
-   * CROSS JOIN keeps SQLite's join order: from the few ids reached so far into jobs_by_run, never a
-   * scan of the run's jobs per step.
-   * @workflow_id @run_number @dependents (JSON array of the failed job's dependents) @now_ms @error
+   * What conditions.ts propagate decided for a job it reached (docs/architecture.md "Conditions"); a
+   * job it queues then takes enqueueReady. @row_id @status @pending_needs @needs_results (JSON)
+   * @failed_upstream @run_cancelled @error @now_ms
    */
-  skipDownstream: `WITH RECURSIVE down(row_id, dependents) AS (
-      SELECT j.row_id, j.dependents FROM json_each(@dependents) d
-        CROSS JOIN jobs j ON j.workflow_id = @workflow_id AND j.run_number = @run_number AND j.job_id = d.value
-        WHERE j.status = 'pending'
-      UNION
-      SELECT j.row_id, j.dependents FROM down
-        CROSS JOIN json_each(down.dependents) d
-        CROSS JOIN jobs j ON j.workflow_id = @workflow_id AND j.run_number = @run_number AND j.job_id = d.value
-        WHERE j.status = 'pending'
-    )
-    UPDATE jobs SET status = 'skipped', finished_at_ms = @now_ms, error = @error
-    WHERE row_id IN (SELECT row_id FROM down) AND status = 'pending'
-    RETURNING row_id, job_id`,
-  /** ? now_ms, ? workflow_id, ? run_number */
-  cancelRunJobs: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL
-    WHERE workflow_id = ? AND run_number = ? AND status IN ('pending', 'queued', 'running')
-    RETURNING row_id, job_id`,
+  applyDecision: `UPDATE jobs
+    SET status = @status, pending_needs = @pending_needs, needs_results = @needs_results, failed_upstream = @failed_upstream,
+      run_cancelled = @run_cancelled,
+      error = CASE WHEN @status = 'skipped' THEN @error ELSE error END,
+      finished_at_ms = CASE WHEN @status = 'skipped' THEN @now_ms ELSE finished_at_ms END
+    WHERE row_id = @row_id`,
+  /** A cancel's jobs, through jobs_run_status. ? workflow_id, ? run_number */
+  unfinishedRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND status IN ('pending', 'queued', 'running')
+    ORDER BY row_id`,
+  /** ? now_ms, ? row_id */
+  cancelJob: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL WHERE row_id = ?`,
   /** Running jobs past their deadline, through the partial index jobs_deadline. ? now_ms, ? limit */
   timedOutJobs: `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < ?
     ORDER BY deadline_ms LIMIT ?`,
@@ -200,10 +195,6 @@ export const QUERIES = {
   closeLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active'`,
   /** ? new state, ? lease_id; only an active lease moves, so no lease is settled twice */
   settleLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active' RETURNING *`,
-  /** ? workflow_id, ? run_number; the leases of the run's running jobs */
-  cancelRunLeases: `UPDATE leases SET state = 'cancelled'
-    WHERE state = 'active' AND lease_id IN (
-      SELECT lease_id FROM jobs WHERE workflow_id = ? AND run_number = ? AND status = 'running' AND lease_id IS NOT NULL)`,
   /** Active leases past their expiry, through the partial index leases_expiry. ? now_ms, ? limit */
   expiredLeases: `SELECT * FROM leases WHERE state = 'active' AND expires_at_ms < ? ORDER BY expires_at_ms LIMIT ?`,
   /** no parameters */

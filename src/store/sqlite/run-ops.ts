@@ -1,3 +1,4 @@
+import { planCancel } from '../../domain/conditions.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type {
   CancelRunOutcome,
@@ -10,9 +11,9 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { isTerminal } from '../../domain/types.js';
-import { inputsColumn, jobRow, schedulesColumn, toRun, toWorkflow, type Row } from '../rows.js';
+import { inputsColumn, jobRow, schedulesColumn, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
-import { finishJobs } from './settle.js';
+import { change, decisionParams, finishJobs, propagateEnd } from './settle.js';
 
 /** Workflows and runs as synchronous operations (see operations.ts). */
 
@@ -65,7 +66,8 @@ export function startRun(
     if (last && last.status === 'running') return { kind: 'active', run_number: wf.latest_run };
   }
   const runNumber = wf.latest_run + 1;
-  // A re-run's kept jobs start as `success`: finished already, and neither failed nor cancelled.
+  // A re-run's kept jobs start as `success`, and jobs a condition skipped at the start as `skipped`
+  // (src/engine/run-plan.ts): both are finished already.
   const unfinished = req.jobs.filter((j) => !isTerminal(j.status)).length;
   const counts = { unfinished, failed: 0, cancelled: 0 };
   const run: RunRecord = {
@@ -108,7 +110,11 @@ export function fireSchedule(c: Conn, req: FireScheduleRequest): FireScheduleOut
   return started;
 }
 
-/** Cancels what is left of the latest run, voiding the leases of its running jobs. */
+/**
+ * Cancels what is left of the latest run, voiding the leases of its running jobs; `always()` and
+ * `cancelled()` jobs no cancel spared before are spared: marked, counted down for the needs this
+ * cancel ended, and queued once none is left (docs/architecture.md "Conditions").
+ */
 export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRunOutcome {
   const row = c.q('getWorkflow').get(workflowId) as Row | undefined;
   if (!row) return { kind: 'not_found' };
@@ -116,14 +122,24 @@ export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRun
   if (latest === 0) return { kind: 'idle' };
   const runRow = c.q('getRun').get(workflowId, latest) as Row | undefined;
   if (!runRow || toRun(runRow).status !== 'running') return { kind: 'idle' };
-  c.q('cancelRunLeases').run(workflowId, latest);
-  const cancelled = (c.q('cancelRunJobs').all(nowMs, workflowId, latest) as Array<{ row_id: number; job_id: string }>).sort(
-    (a, b) => a.row_id - b.row_id,
-  );
   const run = { workflow_id: workflowId, run_number: latest };
-  finishJobs(c, run, { finished: cancelled.length, failed: 0, cancelled: cancelled.length }, nowMs);
-  // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
-  c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
-  const jobs = cancelled.map((j) => j.job_id);
-  return { kind: 'cancelled', run_number: latest, jobs, changes: jobs.map((job_id) => ({ ...run, job_id })) };
+  const plan = planCancel((c.q('unfinishedRunJobs').all(workflowId, latest) as Row[]).map(toJob));
+  for (const j of plan.cancelled) {
+    if (j.status === 'running' && j.lease_id !== null) c.q('closeLease').run('cancelled', j.lease_id);
+    c.q('cancelJob').run(nowMs, j.row_id);
+  }
+  const changes: JobChange[] = plan.cancelled.map(change);
+  // Marked run_cancelled first; those the cancelled jobs unblock are written again by propagateEnd.
+  for (const j of plan.spared) c.q('applyDecision').run(decisionParams(j, nowMs));
+  const pendingSpared = new Map(plan.spared.filter((j) => j.status === 'pending').map((j) => [j.job_id, j]));
+  propagateEnd(c, run, plan.ended, nowMs, changes, pendingSpared);
+  // Spared jobs count as the cancel's too: the run ends `cancelled` whatever they do.
+  const reached = plan.cancelled.length + plan.spared.length;
+  finishJobs(c, run, { finished: plan.cancelled.length, failed: 0, cancelled: reached }, nowMs);
+  if (plan.spared.length === 0) {
+    // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
+    c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
+  }
+  const jobs = plan.cancelled.map((j) => j.job_id);
+  return { kind: 'cancelled', run_number: latest, jobs, changes };
 }

@@ -1,3 +1,4 @@
+import { endedJob, propagate, type EndedJob, type WaitingJob } from '../../domain/conditions.js';
 import { planFailure } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord } from '../store.js';
@@ -29,7 +30,7 @@ export function finishJobs(
   counts: { finished: number; failed: number; cancelled: number },
   nowMs: number,
 ): void {
-  if (counts.finished === 0) return;
+  if (counts.finished === 0 && counts.cancelled === 0) return;
   const r = c.q('countFinishedJobs').get({ workflow_id: run.workflow_id, run_number: run.run_number, ...counts }) as
     | RunCounters
     | undefined;
@@ -52,7 +53,8 @@ export function settleIfOver(c: Conn, run: { workflow_id: string; run_number: nu
 
 /**
  * Applies a failure to a job by its retry plan: back in the queue for the next attempt, or failed for
- * good with everything pending downstream skipped and the run settled if it is over. Returns the job
+ * good with what is pending downstream decided by its conditions (skipped, or counted down and maybe
+ * queued: docs/architecture.md "Conditions") and the run settled if it is over. Returns the job
  * as it is afterwards; the jobs it changed are appended to `changes`.
  */
 export function applyFailure(
@@ -78,16 +80,65 @@ export function applyFailure(
     );
   }
   const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
-  const skipped = job.dependents.length === 0 ? [] : (c.q('skipDownstream').all({
-    workflow_id: job.workflow_id,
-    run_number: job.run_number,
-    dependents: JSON.stringify(job.dependents),
-    now_ms: nowMs,
-    error: `upstream job "${job.job_id}" failed`,
-  }) as Array<{ row_id: number; job_id: string }>);
-  skipped.sort((a, b) => a.row_id - b.row_id);
-  for (const s of skipped) changes.push({ workflow_id: job.workflow_id, run_number: job.run_number, job_id: s.job_id });
-  const ended = 1 + skipped.length;
-  finishJobs(c, job, { finished: ended, failed: ended, cancelled: 0 }, nowMs);
+  const { skipped } = propagateEnd(c, job, [endedJob(failed)], nowMs, changes);
+  finishJobs(c, job, { finished: 1 + skipped, failed: 1, cancelled: 0 }, nowMs);
   return failed;
+}
+
+/**
+ * Tells the jobs below `ended` (jobs of `run` that just ended) and writes what conditions.ts decided:
+ * dependents counted down, queued (with their upstream outputs) or skipped, and so on down. The jobs
+ * it changed are appended to `changes`; answers the ones queued and how many were skipped (for the
+ * run's counters, which the caller keeps).
+ */
+export function propagateEnd(
+  c: Conn,
+  run: { workflow_id: string; run_number: number },
+  ended: readonly EndedJob[],
+  nowMs: number,
+  changes: JobChange[],
+  seed: ReadonlyMap<string, JobRecord> = new Map(),
+): { enqueued: string[]; skipped: number } {
+  const rows = new Map<string, JobRecord>(seed);
+  const lookup = (id: string): WaitingJob | undefined => {
+    let j = rows.get(id);
+    if (!j) {
+      const row = c.q('getJob').get(run.workflow_id, run.run_number, id) as Row | undefined;
+      if (!row) return undefined;
+      j = toJob(row);
+      rows.set(id, j);
+    }
+    return j;
+  };
+  const changed = propagate(ended, lookup) as unknown as JobRecord[];
+  changed.sort((a, b) => a.row_id - b.row_id);
+  const enqueued: string[] = [];
+  let skipped = 0;
+  for (const j of changed) {
+    writeDecision(c, j, nowMs);
+    if (j.status === 'queued') enqueued.push(j.job_id);
+    if (j.status === 'skipped') skipped++;
+    changes.push(change(j));
+  }
+  return { enqueued, skipped };
+}
+
+/** Writes a pending job's decision; one now queued also takes enqueueReady (its times and upstream outputs). */
+function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
+  c.q('applyDecision').run(decisionParams({ ...j, status: j.status === 'queued' ? 'pending' : j.status }, nowMs));
+  if (j.status === 'queued') c.q('enqueueReady').run({ row_id: j.row_id, now_ms: nowMs });
+}
+
+/** The parameters of applyDecision for `j` as it is now. */
+export function decisionParams(j: JobRecord, nowMs: number): Row {
+  return {
+    row_id: j.row_id,
+    status: j.status,
+    pending_needs: j.pending_needs,
+    needs_results: JSON.stringify(j.needs_results),
+    failed_upstream: j.failed_upstream ? 1 : 0,
+    run_cancelled: j.run_cancelled ? 1 : 0,
+    error: j.error,
+    now_ms: nowMs,
+  };
 }

@@ -1,3 +1,4 @@
+import { endedJob } from '../../domain/conditions.js';
 import { isLeaseExpired, leaseExpiresAt } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
 import type { Outputs } from '../../domain/types.js';
@@ -16,7 +17,7 @@ import type {
 import { newLease, toJob, toLease, toWorker, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { checkLease, runsUnder, settleLease } from './lease-check.js';
-import { applyFailure, change, finishJobs, jobByRowId } from './settle.js';
+import { applyFailure, change, finishJobs, jobByRowId, propagateEnd } from './settle.js';
 
 /**
  * The worker protocol as synchronous operations: each runs its statements with no await between them,
@@ -102,6 +103,12 @@ export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: numb
   }
   const job = toJob(row);
   const changes: JobChange[] = [change(job)];
+  if (job.conditional_dependents || job.failed_upstream) {
+    // Something below may be skipped instead of queued (docs/architecture.md "Conditions").
+    const { enqueued, skipped } = propagateEnd(c, job, [endedJob(job)], nowMs, changes);
+    finishJobs(c, job, { finished: 1 + skipped, failed: 0, cancelled: 0 }, nowMs);
+    return { kind: 'completed', job, enqueued, changes };
+  }
   const enqueued: string[] = [];
   for (const dependent of job.dependents) {
     const r = c.q('decrementPendingNeeds').get(job.workflow_id, job.run_number, dependent) as
