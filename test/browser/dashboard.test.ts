@@ -125,6 +125,9 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.locator('[role=log] .ansi-green-fg', { hasText: 'green text' }).waitFor(WAIT);
   assert.match((await log.textContent()) ?? '', /line 1[\s\S]*line 5/);
   assert.equal(await page.locator('[role=log] .chunk.stdout', { hasText: 'to stderr' }).count(), 0, 'stderr is told apart');
+  // Each step of the `steps:` job is a heading.
+  await page.locator('[role=log] .chunk.step', { hasText: 'step 3/3: echo "::set-output artifact=talk.tgz"' }).waitFor(WAIT);
+  assert.equal(await page.locator('[role=log] .chunk.step').count(), 3);
   for (const j of ['left', 'right', 'join']) await page.locator(node(j, 'success')).waitFor(WAIT);
   await screenshot(page, 'workflow-job-log');
 

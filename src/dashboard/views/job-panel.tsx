@@ -18,13 +18,36 @@ interface Line {
   html: string;
 }
 
-/** ANSI colours become spans; ansi_up escapes the text first, so a log cannot inject markup. */
+/** The line a `steps:` job prints before each step (README "Workflow definitions"), shown as a heading. */
+const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
+
+/**
+ * ANSI colours become spans; ansi_up escapes the text first, so a log cannot inject markup. A chunk
+ * holding step lines is cut around them, each step line becoming a heading of its own.
+ */
 function renderer() {
   const per: Record<string, AnsiUp> = {};
-  return (c: LogChunkView, key: string): Line => {
+  return (c: LogChunkView, key: string): Line[] => {
     const au = (per[c.stream] ??= new AnsiUp());
     au.use_classes = true;
-    return { key, stream: c.stream, html: au.ansi_to_html(c.data) };
+    if (c.stream !== 'stdout' || !c.data.includes('::step ')) return [{ key, stream: c.stream, html: au.ansi_to_html(c.data) }];
+    const out: Line[] = [];
+    let text = '';
+    const flush = () => {
+      if (text !== '') out.push({ key: `${key}.${out.length}`, stream: c.stream, html: au.ansi_to_html(text) });
+      text = '';
+    };
+    for (const line of c.data.split(/(?<=\n)/)) {
+      const m = STEP_LINE.exec(line.replace(/\n$/, ''));
+      if (!m) {
+        text += line;
+        continue;
+      }
+      flush();
+      out.push({ key: `${key}.${out.length}`, stream: 'step', html: au.ansi_to_html(`step ${m[1]}: ${m[2]}\n`) });
+    }
+    flush();
+    return out;
   };
 }
 
@@ -46,7 +69,7 @@ function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: nu
       api<LogChunkView[]>(`/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}`)
         .then((chunks) => {
           if (gone) return;
-          setLines(chunks.map((c) => render(c, `${c.attempt}:${c.sequence}`)));
+          setLines(chunks.flatMap((c) => render(c, `${c.attempt}:${c.sequence}`)));
           setNote(chunks.length === 0 ? 'no output' : '');
         })
         .catch((err) => !gone && setError(err));
@@ -61,9 +84,9 @@ function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: nu
         onEvent(ev) {
           if (ev.event === 'log') {
             const c = JSON.parse(ev.data) as LogChunkView;
-            const line = render(c, `${c.attempt}:${c.sequence}`);
+            const parts = render(c, `${c.attempt}:${c.sequence}`);
             // A resumed stream may repeat what was already shown; the key tells.
-            setLines((cur) => (cur.some((l) => l.key === line.key) ? cur : [...cur, line]));
+            setLines((cur) => (cur.some((l) => l.key === parts[0]!.key) ? cur : [...cur, ...parts]));
             setNote('');
           } else if (ev.event === 'attempt') {
             const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
