@@ -5,8 +5,7 @@ import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
 import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
 import { storableOutputs, storableText } from '../domain/text.js';
-import type { JobState, Outputs, WorkflowDefinition } from '../domain/types.js';
-import { definitionDocument, type DefinitionDocument } from '../definitions/index.js';
+import type { Outputs, WorkflowDefinition } from '../domain/types.js';
 import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
@@ -16,12 +15,10 @@ import type {
   HeartbeatResponse,
   IncomingLogChunk,
   LeaseView,
-  LogChunkView,
-  RunSummary,
   StatusDocument,
   WorkerView,
 } from '../protocol/types.js';
-import type { ActiveJobCount, JobChange, JobRecord, LeaseRefusal, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+import type { JobChange, LeaseRefusal, StoreReads, WorkflowRecord } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
@@ -33,7 +30,8 @@ import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
 import type { RerunScope } from './run-plan.js';
 import { freshRun, rerunOf, type RunStart } from './run-start.js';
 import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
-import { claimResult, leaseView, logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
+import { claimResult, leaseView, statusDocument, workerViews } from './views.js';
+import { EngineReads, workflowNotFound } from './reads.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -48,12 +46,9 @@ const START_RUN_TRIES = 5;
  * store operation (docs/architecture.md); the engine turns outcomes into answers and events, and
  * never sees SQL or a transaction.
  */
-export class Engine {
+export class Engine extends EngineReads {
   readonly events = new EventEmitter<EngineEvents>();
-  private readonly store: Store;
   private readonly log: Logger;
-  private readonly now: () => number;
-  private readonly offlineAfterMs: number;
   private readonly labelSets: LabelSetCache;
   private readonly waiters: ClaimWaiters;
   private readonly peers: Peers;
@@ -61,12 +56,10 @@ export class Engine {
   private readonly scheduleGraceMs: number;
 
   constructor(opts: EngineOptions) {
-    this.store = opts.store;
+    super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.log = opts.logger;
-    this.now = opts.now ?? Date.now;
     this.outage = new OutageWarnings(opts.logger);
-    this.offlineAfterMs = opts.workerOfflineAfterMs ?? 60_000;
     this.labelSets = new LabelSetCache(opts.store);
     this.waiters = new ClaimWaiters(
       (ask) =>
@@ -127,55 +120,6 @@ export class Engine {
     const outcome = await this.store.saveWorkflow(this.newWorkflowRecord(def, hash, source));
     if (outcome !== 'unchanged') this.events.emit('workflow', def.id);
     return { outcome, status: await this.status(def.id) };
-  }
-
-  /**
-   * A page of workflows, each as its status document. The page's runs and jobs come in one query each,
-   * whatever the page size, rather than one status read per item.
-   */
-  async listWorkflows(q: { limit: number; offset: number; status?: JobState; search?: string }): Promise<StatusDocument[]> {
-    return this.store.read(async (r) => {
-      const workflows = await r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status, search: q.search });
-      const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
-      if (keys.length === 0) return workflows.map((w) => statusDocument(w, null, null));
-      const runs = new Map((await r.getRuns(keys)).map((run) => [run.workflow_id, run]));
-      const jobs = new Map<string, JobRecord[]>();
-      for (const j of await r.getJobsOfRuns(keys)) {
-        const list = jobs.get(j.workflow_id);
-        if (list) list.push(j);
-        else jobs.set(j.workflow_id, [j]);
-      }
-      return workflows.map((w) => statusDocument(w, runs.get(w.id) ?? null, jobs.get(w.id) ?? []));
-    });
-  }
-
-  async status(id: string): Promise<StatusDocument> {
-    return this.store.read((r) => this.statusIn(r, id));
-  }
-
-  /** The workflow's definition as a workflow file would hold it (docs/api.md). */
-  async definition(id: string): Promise<DefinitionDocument> {
-    const wf = await this.store.read((r) => this.requireWorkflow(r, id));
-    return definitionDocument(wf.definition);
-  }
-
-  /** A page of the workflow's runs, newest first, each with its jobs counted by state (run history). */
-  async runs(id: string, q: { limit: number; offset: number }): Promise<RunSummary[]> {
-    return this.store.read(async (r) => {
-      await this.requireWorkflow(r, id);
-      const runs = await r.listRuns(id, q.limit, q.offset);
-      return runSummaries(runs, await r.jobCountsOfRuns(runs));
-    });
-  }
-
-  /** The status document of one run, as it stands (the latest run's is `status`). */
-  async runStatus(id: string, runNumber: number): Promise<StatusDocument> {
-    return this.store.read(async (r) => {
-      const wf = await this.requireWorkflow(r, id);
-      const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(id, runNumber) : null;
-      if (!run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
-      return statusDocument(wf, run, await r.getRunJobs(id, runNumber));
-    });
   }
 
   // ---------------------------------------------------------------- runs
@@ -245,14 +189,6 @@ export class Engine {
     return { cancelled, status: await this.status(id) };
   }
 
-  /** True when the job (of the latest run) was cancelled (docs/api.md). */
-  async isCancelled(workflowId: string, jobId: string): Promise<boolean> {
-    return this.store.read(async (r) => {
-      const { job } = await this.requireJob(r, workflowId, jobId);
-      return job?.status === 'cancelled';
-    });
-  }
-
   // ---------------------------------------------------------------- workers
 
   async registerWorker(workerId: string, labels: string[]): Promise<WorkerView> {
@@ -260,11 +196,6 @@ export class Engine {
     const worker = await this.store.registerWorker(workerId, normalizeLabels(labels), now);
     const leases = await this.store.read((r) => r.activeLeases());
     return workerViews([worker], leases.filter((l) => l.worker_id === workerId), now, this.offlineAfterMs)[0]!;
-  }
-
-  async listWorkers(): Promise<WorkerView[]> {
-    const now = this.now();
-    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs));
   }
 
   // ---------------------------------------------------------------- worker protocol
@@ -414,49 +345,6 @@ export class Engine {
 
   // ---------------------------------------------------------------- logs
 
-  /** Historical chunks: latest run and latest attempt unless asked otherwise. */
-  async logs(
-    workflowId: string,
-    jobId: string,
-    q: { run?: number; attempt?: number } = {},
-  ): Promise<{ run_number: number | null; attempt: number | null; chunks: LogChunkView[] }> {
-    return this.store.read(async (r) => {
-      const target = await this.logTarget(r, workflowId, jobId, q.run);
-      if (!target) return { run_number: null, attempt: null, chunks: [] };
-      const attempt = q.attempt ?? target.attempt;
-      const chunks = await r.getLogChunks({ workflow_id: workflowId, run_number: target.run_number, job_id: jobId, attempt });
-      return { run_number: target.run_number, attempt, chunks: chunks.map(logChunkView) };
-    });
-  }
-
-  /**
-   * Which run and attempt a log read means, and the job's state there. The default attempt is the
-   * newest one that logged anything, so a job waiting for its retry still shows why it failed.
-   */
-  async logTarget(
-    r: StoreReads,
-    workflowId: string,
-    jobId: string,
-    run?: number,
-  ): Promise<{ run_number: number; attempt: number; status: JobState; job_attempt: number } | null> {
-    const wf = await this.requireWorkflow(r, workflowId);
-    const runNumber = run ?? wf.latest_run;
-    if (run !== undefined && (run < 1 || run > wf.latest_run)) {
-      throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
-    }
-    if (run !== undefined && run !== wf.latest_run && !(await r.getRun(workflowId, run))) {
-      throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${run} any more: retention deleted it (README "Retention")`);
-    }
-    if (runNumber === 0) {
-      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
-      return null;
-    }
-    const job = await r.getJob(workflowId, runNumber, jobId);
-    if (!job) throw unknownJob(wf, jobId);
-    const logged = await r.latestLogAttempt(workflowId, runNumber, jobId);
-    return { run_number: runNumber, attempt: logged ?? job.attempt, status: job.status, job_attempt: job.attempt };
-  }
-
   /**
    * Read access for log followers, which poll between events. A follower rides out a short database
    * outage (a restart) here, looking again with backoff, rather than ending its stream at the first
@@ -466,19 +354,9 @@ export class Engine {
     return readThroughOutage(this.store, fn, (err) => this.outage.warn('log stream', err));
   }
 
-  /** Queued and running jobs per label key, for GET /metrics (README "Metrics"). */
-  activeJobCounts(): Promise<ActiveJobCount[]> {
-    return this.store.read((r) => r.activeJobCounts());
-  }
-
   /** Hears how long each of the store's durable writes took (README "Metrics"). */
   onStoreCommit(observer: (seconds: number) => void): void {
     this.store.onCommit(observer);
-  }
-
-  /** Resolves when the store answers a read (GET /readyz); rejects with why it does not. */
-  async ready(): Promise<void> {
-    await this.store.read((r) => r.getWorkflow(''));
   }
 
   // ---------------------------------------------------------------- reaper
@@ -587,32 +465,6 @@ export class Engine {
     return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0, next_fire_at_ms: nextFireAfter(def.schedules, now) };
   }
 
-  private async statusIn(r: StoreReads, id: string): Promise<StatusDocument> {
-    const wf = await this.requireWorkflow(r, id);
-    if (wf.latest_run === 0) return statusDocument(wf, null, null);
-    const run = await r.getRun(id, wf.latest_run);
-    const jobs = await r.getRunJobs(id, wf.latest_run);
-    return statusDocument(wf, run, jobs);
-  }
-
-  private async requireWorkflow(r: StoreReads, id: string): Promise<WorkflowRecord> {
-    const wf = await r.getWorkflow(id);
-    if (!wf) throw workflowNotFound(id);
-    return wf;
-  }
-
-  /** The job of the latest run; null (but no error) when the workflow never ran and the job exists. */
-  private async requireJob(r: StoreReads, workflowId: string, jobId: string): Promise<{ job: JobRecord | null }> {
-    const wf = await this.requireWorkflow(r, workflowId);
-    if (wf.latest_run === 0) {
-      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
-      return { job: null };
-    }
-    const job = await r.getJob(workflowId, wf.latest_run, jobId);
-    if (!job) throw unknownJob(wf, jobId);
-    return { job };
-  }
-
   /**
    * A lease call refused: what the call itself settled on the way (an expiry, a timeout) is announced
    * and heard as the end of that attempt; the answer is the 409 to throw.
@@ -635,13 +487,4 @@ export class Engine {
   private emitJobs(changes: readonly JobChange[]): void {
     for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
-}
-
-function workflowNotFound(id: string): WeftError {
-  return new WeftError('workflow_not_found', `workflow "${id}" does not exist`);
-}
-
-function unknownJob(wf: WorkflowRecord, jobId: string): WeftError {
-  const names = wf.definition.jobs.map((j) => j.id).join(', ');
-  return new WeftError('job_not_found', `workflow "${wf.id}" has no job "${jobId}" (jobs: ${names})`);
 }
