@@ -120,8 +120,9 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
   return body as T;
 }
 
-export function post<T>(path: string): Promise<T> {
-  return api<T>(path, { method: 'POST' });
+export function post<T>(path: string, body?: unknown): Promise<T> {
+  if (body === undefined) return api<T>(path, { method: 'POST' });
+  return api<T>(path, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
 }
 
 export const enc = encodeURIComponent;

@@ -92,6 +92,30 @@ test('the search box finds workflows by id or name through the server, and the s
   assert.deepEqual(errors, []);
 });
 
+test('Run asks for the inputs a workflow declares, and the run gets them', async () => {
+  const created = await request('POST', `${server.url}/api/workflows`, {
+    id: 'with-inputs',
+    inputs: { branch: { default: 'main' }, sha: { required: true, description: 'commit to build' } },
+    jobs: { show: { run: 'echo "building $WEFT_INPUT_BRANCH at $WEFT_INPUT_SHA"' } },
+  });
+  assert.equal(created.status, 201, created.text);
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/with-inputs`);
+  await page.getByRole('button', { name: 'Run', exact: true }).click();
+  const form = page.getByRole('form', { name: 'Run inputs' });
+  await form.waitFor(WAIT);
+  assert.equal(await form.getByLabel(/branch/).inputValue(), 'main', 'prefilled with the default');
+  await form.getByLabel(/sha/).fill('abc123');
+  await screenshot(page, 'run-inputs');
+  await form.getByRole('button', { name: 'Start run' }).click();
+  await form.waitFor({ state: 'detached', ...WAIT });
+  await page.locator(node('show', 'success')).waitFor({ timeout: 60_000 });
+  await page.getByText('inputs: branch=main, sha=abc123').waitFor(WAIT);
+  const logs = await request('GET', `${server.url}/api/workflows/with-inputs/jobs/show/logs`);
+  assert.match(logs.body.map((c: { data: string }) => c.data).join(''), /building main at abc123/);
+  assert.deepEqual(errors, []);
+});
+
 test('the list links each workflow; its graph turns live to success after Run; a job log arrives live; a past run is one click away', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/`);

@@ -12,6 +12,7 @@ import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
 import { JobPanel } from './job-panel';
 import { Definition } from './definition';
+import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 
 type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
 
@@ -98,11 +99,21 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   routeRef.current = route;
   const open = useCallback((job: string) => go(workflowHref(routeRef.current.id, routeRef.current.run, job)), []);
 
+  const [asking, setAsking] = useState<Record<string, DeclaredInput> | null>(null);
+  const started = () => {
+    setAsking(null);
+    if (run !== null) go(workflowHref(id));
+    void loadRuns();
+  };
   const act = async (what: 'run' | 'cancel') => {
     setBusy(true);
     try {
+      if (what === 'run') {
+        // A workflow with inputs asks for them first (RunInputsForm below).
+        if (await startRun(id, setAsking)) started();
+        return;
+      }
       await post(`/api/workflows/${enc(id)}/${what}`);
-      if (what === 'run' && run !== null) go(workflowHref(id));
       void loadRuns();
     } catch (err) {
       setError(err);
@@ -136,6 +147,10 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         <span class="muted">
           {doc.trigger && <>trigger: {doc.trigger} · </>}
           {doc.run ? <>started {ago(doc.run.created_at_ms, now)}</> : 'never run'}
+          {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
+          {doc.run?.inputs && Object.keys(doc.run.inputs).length > 0 && (
+            <> · inputs: {Object.entries(doc.run.inputs).map(([k, v]) => `${k}=${v}`).join(', ')}</>
+          )}
         </span>
         <JobCounts counts={countStates(doc.jobs)} />
         <span class={`conn ${conn}`}>{conn === 'live' ? '● live' : conn === 'polling' ? '● polling' : '○ reconnecting'}</span>
@@ -170,6 +185,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         </a>
       </div>
       <ErrorLine error={error} />
+      {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
       <div class={`wf-body${job ? ' with-panel' : ''}`}>
         {definition ? <Definition id={id} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
         {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}

@@ -6,6 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { StatusDocument } from '../../protocol/types.js';
 import { api, enc, post } from '../api';
+import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 import { openStream } from '../sse';
 import { ago, useNow } from '../format';
 import { go, workflowHref } from '../router';
@@ -77,9 +78,15 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
     };
   }, [status, search, page, reload]);
 
+  const [asking, setAsking] = useState<{ id: string; inputs: Record<string, DeclaredInput> } | null>(null);
   const act = async (id: string, what: 'run' | 'cancel') => {
     try {
-      await post(`/api/workflows/${enc(id)}/${what}`);
+      if (what === 'run') {
+        // A workflow with inputs asks for them first (RunInputsForm below).
+        if (!(await startRun(id, (inputs) => setAsking({ id, inputs })))) return;
+      } else {
+        await post(`/api/workflows/${enc(id)}/${what}`);
+      }
       setReload((n) => n + 1);
     } catch (err) {
       setError(err);
@@ -115,6 +122,17 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
         </label>
         <button type="submit">Find</button>
       </form>
+      {asking && (
+        <RunInputsForm
+          id={asking.id}
+          inputs={asking.inputs}
+          onDone={() => {
+            setAsking(null);
+            setReload((n) => n + 1);
+          }}
+          onCancel={() => setAsking(null)}
+        />
+      )}
       <ErrorLine error={error} />
       {items === null ? (
         <p class="muted">Loading…</p>
