@@ -42,7 +42,8 @@ async function seed(): Promise<void> {
     } as never);
     const jobs = Array.from({ length: Math.min(2000, JOBS - w * 2000) }, (_, i) => ({
       workflow_id: id, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels, label_key: key, needs: [],
-      dependents: [], pending_needs: 0, max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null, status: 'queued',
+      dependents: [], pending_needs: 0, condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false,
+      conditional_dependents: false, max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null, status: 'queued',
       attempt: 0, enqueued_at_ms: now, delayed_until_ms: 0, ready_at_ms: now, started_at_ms: null, finished_at_ms: null,
       deadline_ms: null, error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null,
     }));

@@ -104,6 +104,8 @@ async function seed(store: FreshStore, size: number, warmup: number): Promise<{ 
     return {
       workflow_id: WORKFLOW as string, ...(runNumber ? { run_number: 1 } : { pending_needs: 0 }), job_id: id, name: id, command: 'true',
       env: shared.env, labels, label_key: mods.labelKey(labels), needs: shared.needs, dependents: shared.dependents,
+      // Conditional-job fields (ignored by versions without them).
+      condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false, conditional_dependents: false,
       max_retries: 0, backoff: shared.backoff, timeout_secs: null, status: 'queued', attempt: 0, enqueued_at_ms: t,
       delayed_until_ms: 0, ready_at_ms: t, started_at_ms: null, finished_at_ms: null, deadline_ms: null, error: null,
       outputs: null, upstream_outputs: shared.upstream_outputs, worker_id: null, lease_id: null,
