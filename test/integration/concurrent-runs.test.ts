@@ -150,3 +150,33 @@ test('when_full reject refuses a third run naming the active ones; cancel withou
   const again = await api.post('/api/workflows/rj/cancel');
   assert.deepEqual(again.body.cancelled_runs, []);
 });
+
+test('a run queued through one server starts, once a run ended through another, on the reaper pass of weft scheduler', { timeout: 60_000 }, async (t) => {
+  const sb = sandbox(t);
+  // Two API servers without a reaper on one database: neither heard of the other's queued run.
+  const a = await serverProcess(t, sb, { API_ONLY: '1' });
+  const b = await serverProcess(t, sb, { API_ONLY: '1' });
+  const apiA = client(a.url);
+  const apiB = client(b.url);
+  await apiA.createWorkflow({ id: 'q', concurrency: { when_full: 'queue' }, jobs: { a: { run: 'true' } } });
+  assert.equal((await apiA.run('q')).status, 'running');
+  assert.equal((await apiA.run('q')).status, 'queued');
+  const claimed = await apiB.claim('w1');
+  assert.equal(claimed?.job.run_number, 1);
+  assert.equal((await apiB.post(`/api/jobs/${claimed!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.equal((await apiB.get('/api/workflows/q/runs/1')).body.status, 'success');
+  assert.equal((await apiB.get('/api/workflows/q/runs/2')).body.status, 'queued', 'server b does not know run 2 waits');
+
+  const scheduler = track(t, spawnWeft(['scheduler'], { ...sb.env, REAP_INTERVAL_SECS: '1' }, sb.dir));
+  await scheduler.waitFor(/weft scheduler started/);
+  await until(async () => (await apiA.get('/api/workflows/q/runs/2')).body.status === 'running', 'run 2 to start on the reaper pass', 15_000);
+  const next = await apiB.claim('w1');
+  assert.equal(next?.job.run_number, 2);
+
+  // With no reaper left, the server that queued a run starts it itself once it ends the run before it.
+  scheduler.kill('SIGTERM');
+  await scheduler.exited;
+  assert.equal((await apiA.run('q')).status, 'queued');
+  assert.equal((await apiA.post(`/api/jobs/${next!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.equal((await apiA.get('/api/workflows/q/runs/3')).body.status, 'running', 'started before the complete was answered');
+});
