@@ -66,7 +66,9 @@ test('two workers run two runs of one workflow at once; a third waits queued and
   }
 
   assert.equal((await api.run('cc')).run_number, 1);
-  assert.equal((await api.run('cc')).run_number, 2);
+  // Run 2 is started and followed by the CLI, which must keep to run 2 when run 3 becomes the latest.
+  const follow = track(t, spawnWeft(['run', 'cc', '--follow'], { SERVER_URL: srv.url }, sb.dir));
+  await until(async () => (await api.status('cc')).run_number === 2, 'weft run to start run 2');
   const third = await api.post('/api/workflows/cc/run');
   assert.equal(third.status, 202, third.text);
   assert.equal(third.body.status, 'queued');
@@ -107,6 +109,8 @@ test('two workers run two runs of one workflow at once; a third waits queued and
     await until(async () => (await api.get(`/api/workflows/cc/runs/${n}`)).body.status === 'success', `run ${n} to succeed`, 20_000);
   }
   assert.equal((await api.get('/api/workflows/cc/runs/1')).body.status, 'cancelled');
+  assert.equal(await follow.exited, 0, follow.output());
+  assert.match(follow.output(), /run 2 of cc: success/);
 
   // Every cancellation poll named the run of the job it was for, run 1's among them.
   const polls = proxy.seen.filter((s) => s.method === 'GET' && /^\/api\/jobs\/cc\/a\/cancelled/.test(s.url));
