@@ -178,3 +178,23 @@ export async function queuedStartRace(store: Store, h: StoreHandle): Promise<voi
     await Promise.all(others.map((s) => s.close()));
   }
 }
+
+/** A scheduled time that finds every slot taken: queued with `queue`, skipped with `reject`. */
+export function scheduledConcurrentRunCases(withStore: Case): void {
+  withStore('fireSchedule queues the run when every slot is taken and when_full is queue, and skips it with reject', async (store) => {
+    for (const [wf, when_full, expected] of [['q', 'queue', 'queued'], ['r', 'reject', 'skipped']] as const) {
+      const rec = wfRecord(wf, 1000, { next_fire_at_ms: 5000 });
+      await store.saveWorkflow({ ...rec, definition: { ...rec.definition, concurrency: { max_runs: 1, when_full } } });
+      assert.equal((await ask(store, wf, 1000)).kind, 'started');
+      const jobs = buildJobs(wf, 5000, ONE_JOB);
+      const out = await store.fireSchedule({
+        workflow_id: wf, expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 5000,
+        fire_at_ms: 5000, next_fire_at_ms: 6000, start: true,
+      });
+      assert.equal(out.kind, expected, wf);
+      assert.equal((await read(store, (r) => r.getWorkflow(wf)))?.next_fire_at_ms, 6000);
+    }
+    assert.equal((await runStatus(store, 'q', 2)).status, 'queued');
+    assert.equal(await read(store, (r) => r.getRun('r', 2)), null);
+  });
+}

@@ -14,7 +14,7 @@ import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
-import { concurrentRunCases, queuedStartRace } from './conformance-concurrent-runs.js';
+import { concurrentRunCases, queuedStartRace, scheduledConcurrentRunCases } from './conformance-concurrent-runs.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -59,7 +59,10 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
-    describe('concurrent runs', () => concurrentRunCases(withStore));
+    describe('concurrent runs', () => {
+      concurrentRunCases(withStore);
+      scheduledConcurrentRunCases(withStore);
+    });
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
     if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
     if (opts.concurrency !== false) {
