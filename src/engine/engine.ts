@@ -170,6 +170,8 @@ export class Engine extends EngineReads {
           this.peers.sendLabelSets();
           this.queued.noteQueued(id);
           this.events.emit('workflow', id);
+          // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
+          this.waiters.wake();
           this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run queued: every slot of the workflow is taken');
           return this.status(id);
         case 'stale':
