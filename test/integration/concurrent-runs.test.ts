@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { client, until } from '../helpers/http.js';
+import { hasPython, spawnPythonWorker } from '../helpers/process.js';
 import { sandbox, serverProcess, spawnWeft, track } from '../helpers/server.js';
 
 const BATCH_PATHS = /^\/api\/jobs\/(claim|report|heartbeat)-batch$/;
@@ -183,4 +184,20 @@ test('a run queued through one server starts, once a run ended through another, 
   assert.equal((await apiA.run('q')).status, 'queued');
   assert.equal((await apiA.post(`/api/jobs/${next!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   assert.equal((await apiA.get('/api/workflows/q/runs/3')).body.status, 'running', 'started before the complete was answered');
+});
+
+test('the Python example worker polls the cancellation of the run it holds', { skip: !hasPython, timeout: 60_000 }, async (t) => {
+  const sb = sandbox(t);
+  const srv = await serverProcess(t, sb);
+  const api = client(srv.url);
+  const proxy = await recordingProxy(t, srv.url);
+  await api.createWorkflow({ id: 'py', concurrency: { max_runs: 2 }, jobs: { a: { run: 'sleep 30' } } });
+  await api.run('py');
+  const worker = spawnPythonWorker(t, { SERVER_URL: proxy.url, WORKER_ID: 'py-1', POLL_SECS: '0.2' }, sb.dir);
+  await until(async () => jobA((await api.get('/api/workflows/py/runs/1')).body).state === 'running', 'the Python worker to take run 1');
+  assert.equal((await api.post('/api/workflows/py/cancel?run=1')).status, 202);
+  await until(() => /aborting py\/a: cancelled/.test(worker.output()), 'the Python worker to stop the cancelled job', 15_000);
+  const polls = proxy.seen.filter((s) => s.method === 'GET' && s.url.startsWith('/api/jobs/py/a/cancelled'));
+  assert.ok(polls.length > 0);
+  assert.deepEqual(polls.filter((p) => p.url !== '/api/jobs/py/a/cancelled?run=1'), []);
 });
