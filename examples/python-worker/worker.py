@@ -154,8 +154,10 @@ class JobRun:
                 return self.abort("lease expired while the server was unreachable")
 
     def cancel_poll(self):
-        path = "/api/jobs/{}/{}/cancelled".format(
-            urllib.parse.quote(self.job["workflow_id"], safe=""), urllib.parse.quote(self.job["job_id"], safe=""))
+        # The run of the job held: a workflow may have several runs at once.
+        path = "/api/jobs/{}/{}/cancelled?run={}".format(
+            urllib.parse.quote(self.job["workflow_id"], safe=""), urllib.parse.quote(self.job["job_id"], safe=""),
+            int(self.job["run_number"]))
         while not self.done.wait(CANCEL_POLL_SECS):
             try:
                 if call("GET", path) is True:

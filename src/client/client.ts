@@ -171,8 +171,9 @@ export class WorkflowClient {
     return this.request('GET', `/api/workflows/${enc(id)}/runs/${runNumber}`);
   }
 
-  cancelWorkflow(id: string): Promise<CancelResponse> {
-    return this.request('POST', `/api/workflows/${enc(id)}/cancel`);
+  /** Cancels run `opts.run`, or every active run of the workflow (running and queued). */
+  cancelWorkflow(id: string, opts: { run?: number } = {}): Promise<CancelResponse> {
+    return this.request('POST', `/api/workflows/${enc(id)}/cancel`, undefined, { run: opts.run });
   }
 
   /** Deletes the workflow with its whole history; 409 `workflow_active` while a run is active. */
@@ -305,8 +306,13 @@ export class WorkflowClient {
     return this.request('POST', `/api/jobs/${enc(leaseId)}/logs`, { chunks }, undefined, opts);
   }
 
-  isCancelled(workflowId: string, jobId: string, opts?: RequestOptions): Promise<boolean> {
-    return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`, undefined, undefined, opts);
+  /**
+   * Whether the job was cancelled in run `opts.run`; without it, in the workflow's newest running run
+   * (docs/api.md). A worker passes the run of the job it holds, as a workflow may run several at once.
+   */
+  isCancelled(workflowId: string, jobId: string, opts: RequestOptions & { run?: number } = {}): Promise<boolean> {
+    const { run, ...request } = opts;
+    return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`, undefined, { run }, request);
   }
 
   health(): Promise<{ ok: boolean; event_loop_delay_ms?: { p50: number; p99: number; max: number } }> {

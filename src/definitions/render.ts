@@ -35,6 +35,12 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
       ]),
     );
   }
+  if (def.concurrency) {
+    doc.concurrency = {
+      ...(def.concurrency.max_runs !== 1 ? { max_runs: def.concurrency.max_runs } : {}),
+      ...(def.concurrency.when_full !== 'reject' ? { when_full: def.concurrency.when_full } : {}),
+    };
+  }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   for (const job of def.jobs) doc.jobs[job.id] = jobDocument(job);
   // Key order as a file would have it: jobs last.

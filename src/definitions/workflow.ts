@@ -6,6 +6,7 @@
 import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
+import { readConcurrency } from './concurrency.js';
 import { readInputs } from './inputs.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn } from './schedule.js';
@@ -15,8 +16,8 @@ import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, read
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
-const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'jobs'] as const;
-const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'jobs'] as const;
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'jobs'] as const;
+const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'jobs'] as const;
 
 export interface IdSource {
   /** Imposed id (the file name); a differing `id` in the document is an error. */
@@ -45,6 +46,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const on = arrayForm ? { trigger: readTriggerString(doc.trigger, issues), schedules: [] } : readOn(doc.on, issues);
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
+  const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
   // A scheduled run is started with the inputs' defaults only: one it could not start is refused now.
@@ -58,6 +60,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const def: WorkflowDefinition = { id, name, trigger: on.trigger, env, jobs };
   if (on.schedules.length > 0) def.schedules = on.schedules;
   if (inputs !== undefined && Object.keys(inputs).length > 0) def.inputs = inputs;
+  if (concurrency !== undefined) def.concurrency = concurrency;
   return def;
 }
 

@@ -15,8 +15,11 @@ export function isTerminal(state: JobState): boolean {
   return TERMINAL_JOB_STATES.has(state);
 }
 
-/** Derived state of a run and, through its latest run, of a workflow. `idle` means never run. */
-export const RUN_STATES = ['running', 'success', 'failed', 'cancelled'] as const;
+/**
+ * Derived state of a run and, through its latest run, of a workflow. `idle` means never run; `queued`
+ * is a run waiting for a free slot of its workflow's `concurrency` (README "How a run works").
+ */
+export const RUN_STATES = ['queued', 'running', 'success', 'failed', 'cancelled'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 export type WorkflowState = RunState | 'idle';
 
@@ -98,7 +101,18 @@ export interface WorkflowDefinition {
   schedules?: Schedule[];
   /** Declared run inputs by name; absent when none are declared (so such a definition hashes as before). */
   inputs?: Record<string, InputSpec>;
+  /** `concurrency:`; absent for the default (one active run, a second start refused). */
+  concurrency?: Concurrency;
 }
+
+/** How many runs of a workflow may be active at once, and what a start does when that many are. */
+export interface Concurrency {
+  max_runs: number;
+  when_full: 'reject' | 'queue';
+}
+
+/** The default: one active run; another start is refused. */
+export const DEFAULT_CONCURRENCY: Concurrency = { max_runs: 1, when_full: 'reject' };
 
 /** One entry of `on.schedule`: a five-field cron expression read in `timezone` (null: UTC). */
 export interface Schedule {

@@ -32,6 +32,7 @@ import { freshRun, rerunOf, type RunStart } from './run-start.js';
 import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
 import { claimResult, leaseView, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
+import { QueuedRuns } from './queued-runs.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -54,12 +55,14 @@ export class Engine extends EngineReads {
   private readonly peers: Peers;
   private readonly outage: OutageWarnings;
   private readonly scheduleGraceMs: number;
+  private readonly queued: QueuedRuns;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.log = opts.logger;
     this.outage = new OutageWarnings(opts.logger);
+    this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.waiters = new ClaimWaiters(
       (ask) =>
@@ -152,12 +155,25 @@ export class Engine extends EngineReads {
       switch (outcome.kind) {
         case 'not_found':
           throw workflowNotFound(id);
-        case 'active':
+        case 'active': {
+          const runs = outcome.run_numbers.map((n) => `#${n}`).join(', ');
           throw new WeftError(
             'run_active',
-            `workflow "${id}" already has an active run (#${outcome.run_number}); cancel it or wait for it to finish`,
-            { run_number: outcome.run_number },
+            outcome.run_numbers.length > 1
+              ? `workflow "${id}" already has as many active runs as its concurrency.max_runs allows (${runs}); cancel one or wait for one to finish`
+              : `workflow "${id}" already has an active run (${runs}); cancel it or wait for it to finish`,
+            { run_number: outcome.run_number, run_numbers: outcome.run_numbers },
           );
+        }
+        case 'queued':
+          this.labelSets.add(labelSets);
+          this.peers.sendLabelSets();
+          this.queued.noteQueued(id);
+          this.events.emit('workflow', id);
+          // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
+          this.waiters.wake();
+          this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run queued: every slot of the workflow is taken');
+          return this.status(id);
         case 'stale':
           continue;
         case 'started':
@@ -175,18 +191,23 @@ export class Engine extends EngineReads {
   }
 
   /**
-   * Cancels every pending, queued and running job of the latest run. A workflow with no active run is
-   * left as it is (still 202 at the API, per docs/api.md).
+   * Cancels run `runNumber`, or every active run (running and queued): their pending, queued and running
+   * jobs. A run that is not active is left as it is (still 202 at the API, per docs/api.md); a run the
+   * workflow does not have is a 404. Queued runs a cancel frees a slot for start.
    */
-  async cancel(id: string): Promise<{ cancelled: string[]; status: StatusDocument }> {
-    const outcome = await this.store.cancelRun(id, this.now());
+  async cancel(id: string, runNumber?: number): Promise<{ cancelled: string[]; cancelled_runs: number[]; status: StatusDocument }> {
+    if (runNumber !== undefined) await this.runStatus(id, runNumber);
+    const outcome = await this.store.cancelRun(id, this.now(), runNumber);
     if (outcome.kind === 'not_found') throw workflowNotFound(id);
     const cancelled = outcome.kind === 'cancelled' ? outcome.jobs : [];
+    const runs = outcome.kind === 'cancelled' ? outcome.runs : [];
     if (outcome.kind === 'cancelled') {
       this.announce(outcome.changes);
-      if (cancelled.length > 0) this.log.info({ workflow_id: id, jobs: cancelled }, 'run cancelled');
+      this.events.emit('workflow', id);
+      this.log.info({ workflow_id: id, runs, jobs: cancelled }, runs.length > 1 ? 'runs cancelled' : 'run cancelled');
+      await this.queued.after(outcome.changes);
     }
-    return { cancelled, status: await this.status(id) };
+    return { cancelled, cancelled_runs: runs, status: await this.status(id) };
   }
 
   // ---------------------------------------------------------------- workers
@@ -286,6 +307,7 @@ export class Engine extends EngineReads {
       case 'completed':
         this.announce(outcome.changes);
         this.events.emit('attempt', { kind: 'completed', job: outcome.job });
+        await this.queued.after(outcome.changes);
         return { status: 'success', enqueued: outcome.enqueued };
       case 'cancelled':
         // A cancel came first: the report is accepted and changes nothing (README "How a run works").
@@ -303,6 +325,7 @@ export class Engine extends EngineReads {
       case 'failed': {
         this.announce(outcome.changes);
         this.events.emit('attempt', { kind: 'failed', job: outcome.job, started_at_ms: outcome.started_at_ms, at_ms: now });
+        await this.queued.after(outcome.changes);
         const { job } = outcome;
         this.log.info(
           { workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, status: job.status, error: job.error },
@@ -380,6 +403,8 @@ export class Engine extends EngineReads {
       for (const job of timedOut.ended) this.events.emit('attempt', { kind: 'timed_out', job });
       const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
       if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
+      // After the sweeps above, so the slots they freed are taken in this same pass.
+      await this.queued.pass();
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;
       // Whatever this pass missed is still there for the next one.
@@ -406,6 +431,10 @@ export class Engine extends EngineReads {
           this.labelSets.add(labelSets);
           this.peers.sendLabelSets();
           this.announce(outcome.changes);
+        },
+        onQueued: (id) => {
+          this.queued.noteQueued(id);
+          this.events.emit('workflow', id);
         },
       });
     } catch (err) {

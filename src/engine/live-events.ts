@@ -242,15 +242,17 @@ export class LiveEvents {
     if (!doc || doc.run_number === null) return;
     const run = doc.run_number;
     const newRun = prev?.run_number !== run;
-    if (newRun) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: 'running' } });
+    // A queued run (README "How a run works") is announced as queued, and again once it starts.
+    if (newRun) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: doc.status === 'queued' ? 'queued' : 'running' } });
+    else if (prev?.status === 'queued' && doc.status !== 'queued') this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: 'running' } });
     const before = new Map(newRun || !prev ? [] : prev.jobs.map((j) => [j.id, JSON.stringify(j)]));
     for (const job of doc.jobs) {
       if (before.get(job.id) !== JSON.stringify(job)) {
         this.append({ seq: 0, workflow_id: id, type: 'job', data: { ...job, run_number: run } });
       }
     }
-    const wasOver = !newRun && prev !== null && prev.status !== 'running';
-    if (doc.status !== 'running' && !wasOver) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: doc.status } });
+    const wasOver = !newRun && prev !== null && !isActive(prev.status);
+    if (!isActive(doc.status) && !wasOver) this.append({ seq: 0, workflow_id: id, type: 'run', data: { run_number: run, status: doc.status } });
   }
 
   private append(ev: LiveEvent): void {
@@ -283,3 +285,5 @@ function wanted(workflowId: string | null, ev: LiveEvent): boolean {
   const listEvent = ev.type === 'workflow' || ev.type === 'deleted';
   return workflowId === null ? listEvent : !listEvent && ev.workflow_id === workflowId;
 }
+
+const isActive = (status: string) => status === 'running' || status === 'queued';

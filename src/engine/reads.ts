@@ -67,10 +67,22 @@ export class EngineReads {
     });
   }
 
-  /** True when the job (of the latest run) was cancelled (docs/api.md). */
-  async isCancelled(workflowId: string, jobId: string): Promise<boolean> {
+  /**
+   * True when the job was cancelled in run `runNumber`; without it, in the newest run that is running,
+   * or the latest run when none is (docs/api.md).
+   */
+  async isCancelled(workflowId: string, jobId: string, runNumber?: number): Promise<boolean> {
     return this.store.read(async (r) => {
-      const { job } = await this.requireJob(r, workflowId, jobId);
+      const wf = await this.requireWorkflow(r, workflowId);
+      let target = runNumber;
+      if (target === undefined) {
+        const running = (await r.activeRuns(workflowId)).filter((run) => run.status === 'running');
+        target = running.length > 0 ? running[running.length - 1]!.run_number : wf.latest_run;
+      } else if (target < 1 || target > wf.latest_run || !(await r.getRun(workflowId, target))) {
+        throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${target} (latest is ${wf.latest_run || 'none'})`);
+      }
+      const job = target === 0 ? null : await r.getJob(workflowId, target, jobId);
+      if (!job && !wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
       return job?.status === 'cancelled';
     });
   }
@@ -118,7 +130,12 @@ export class EngineReads {
       return null;
     }
     const job = await r.getJob(workflowId, runNumber, jobId);
-    if (!job) throw unknownJob(wf, jobId);
+    if (!job) {
+      // A queued run has no job rows yet (README "How a run works"): nothing logged.
+      const run = await r.getRun(workflowId, runNumber);
+      if (run?.status === 'queued' && wf.definition.jobs.some((j) => j.id === jobId)) return null;
+      throw unknownJob(wf, jobId);
+    }
     const logged = await r.latestLogAttempt(workflowId, runNumber, jobId);
     return { run_number: runNumber, attempt: logged ?? job.attempt, status: job.status, job_attempt: job.attempt };
   }
@@ -145,18 +162,6 @@ export class EngineReads {
     const wf = await r.getWorkflow(id);
     if (!wf) throw workflowNotFound(id);
     return wf;
-  }
-
-  /** The job of the latest run; null (but no error) when the workflow never ran and the job exists. */
-  protected async requireJob(r: StoreReads, workflowId: string, jobId: string): Promise<{ job: JobRecord | null }> {
-    const wf = await this.requireWorkflow(r, workflowId);
-    if (wf.latest_run === 0) {
-      if (!wf.definition.jobs.some((j) => j.id === jobId)) throw unknownJob(wf, jobId);
-      return { job: null };
-    }
-    const job = await r.getJob(workflowId, wf.latest_run, jobId);
-    if (!job) throw unknownJob(wf, jobId);
-    return { job };
   }
 }
 

@@ -29,6 +29,8 @@ export interface SchedulePassOptions {
   log: Logger;
   /** A run was started: the engine announces it as it does a run started through the API. */
   onStarted: (outcome: FireScheduleOutcome & { kind: 'started' }, labelSets: LabelSet[]) => void;
+  /** A run was queued behind the workflow's active runs (docs/architecture.md "Concurrent runs"). */
+  onQueued: (workflowId: string) => void;
 }
 
 export async function fireDueSchedules(store: Store, opts: SchedulePassOptions): Promise<ScheduleTotals> {
@@ -75,6 +77,11 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
         opts.log.info({ ...fields, run_number: outcome.run.run_number, late }, late ? 'scheduled run started for a missed time' : 'scheduled run started');
         return;
       }
+      case 'queued':
+        totals.started++;
+        opts.onQueued(wf.id);
+        opts.log.info({ ...fields, run_number: outcome.run.run_number }, 'scheduled run queued: every slot of the workflow is taken');
+        return;
       case 'skipped':
         totals.skipped++;
         opts.log.warn({ ...fields, active_run: outcome.run_number }, 'scheduled run skipped: the workflow already has an active run');

@@ -17,6 +17,7 @@ const NO_PRESENTATION: JobPresentation = { metadata: {}, ports: [], children: nu
 
 export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: JobRecord[] | null): StatusDocument {
   const presentation = presentationOf(wf);
+  if (run?.plan && jobs && jobs.length === 0) jobs = plannedJobs(run);
   const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
   return {
     id: wf.id,
@@ -44,6 +45,21 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
   };
 }
 
+/** A queued run's jobs as it will start them, every one `pending` until it does (README "How a run works"). */
+export function plannedJobs(run: RunRecord): JobRecord[] {
+  return (run.plan ?? []).map((j, i) => ({
+    ...j,
+    row_id: -(i + 1),
+    run_number: run.run_number,
+    status: 'pending',
+    enqueued_at_ms: 0,
+    ready_at_ms: 0,
+    started_at_ms: null,
+    finished_at_ms: null,
+    error: null,
+  }));
+}
+
 /** Run history items: each run with its jobs counted by state (counts from one grouped query). */
 export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJobCount[]): RunSummary[] {
   const byRun = new Map<number, Partial<Record<JobState, number>>>();
@@ -57,7 +73,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     status: run.status,
     created_at_ms: run.created_at_ms,
     finished_at_ms: run.finished_at_ms,
-    job_counts: byRun.get(run.run_number) ?? {},
+    job_counts: byRun.get(run.run_number) ?? (run.plan ? { pending: run.plan.length } : {}),
     inputs: run.inputs,
     rerun_of: run.rerun_of,
   }));

@@ -93,7 +93,9 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'workflows',
     summary: 'Start the next run',
     description:
-      'Enqueues the root jobs. Only one run per workflow is active at a time. The body is optional: `inputs` gives values ' +
+      'Enqueues the root jobs. By default one run per workflow is active at a time; `concurrency: {max_runs, when_full}` ' +
+      'allows more, and with `when_full: queue` a start while every slot is taken answers 202 with the run `queued`, which ' +
+      'starts (oldest first) when a slot frees. The body is optional: `inputs` gives values ' +
       "to the workflow's declared inputs (each job gets `WEFT_INPUT_<NAME>`); an undeclared input, or a required one left " +
       'out, is 400 `invalid_request` naming them (details `unknown_inputs`, `missing_inputs`).',
     errors: ['workflow_not_found', 'run_active'],
@@ -103,12 +105,14 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'POST /api/workflows/:id/cancel': {
     tag: 'workflows',
-    summary: 'Cancel the latest run',
+    summary: 'Cancel a run, or every active run',
     description:
-      'Cancels every pending, queued and running job of the latest run; with no active run nothing changes. ' +
+      'With `?run=N`, cancels that run; without it, every active run (running and queued). A queued run just ends ' +
+      '`cancelled`; of a running one every pending, queued and running job is cancelled. With no active run nothing changes. ' +
+      'The answer is the status document of the latest run plus `cancelled_jobs` and `cancelled_runs`. ' +
       'Jobs with if: always() or if: cancelled() are spared: they run once their needs have ended, and a second cancel stops them.',
-    errors: ['workflow_not_found'],
-    responses: { 202: { description: 'The status document plus the ids of the jobs cancelled', schema: shape.cancelAnswer } },
+    errors: ['workflow_not_found', 'run_not_found'],
+    responses: { 202: { description: 'The status document plus the ids of the jobs and the numbers of the runs cancelled', schema: shape.cancelAnswer } },
     body: IGNORED_BODY,
     bodyOptional: true,
     examples: ex.cancelExamples,
@@ -172,8 +176,11 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   },
   'GET /api/jobs/:wf_id/:job_id/cancelled': {
     tag: 'jobs',
-    summary: 'Whether a job of the latest run is cancelled',
-    errors: ['workflow_not_found', 'job_not_found'],
+    summary: 'Whether a job of a run is cancelled',
+    description:
+      'With `?run=N`, the job of that run (a worker always sends the run of the job it holds); without it, the job of the ' +
+      "workflow's newest running run, or of its latest run when none is running.",
+    errors: ['workflow_not_found', 'job_not_found', 'run_not_found'],
     responses: { 200: { description: 'true when cancelled, else false', schema: { type: 'boolean' } } },
   },
   'POST /api/jobs/claim-batch': {

@@ -15,7 +15,7 @@ const int = { type: 'integer' } as const;
 const intOrNull = { type: ['integer', 'null'] } as const;
 const strings = { type: 'array', items: str } as const;
 const stringMap = { type: 'object', additionalProperties: str } as const;
-const WORKFLOW_STATES = ['idle', 'running', 'success', 'failed', 'cancelled'] as const;
+const WORKFLOW_STATES = ['idle', 'queued', 'running', 'success', 'failed', 'cancelled'] as const;
 
 /** Every non-2xx answer (src/protocol/errors.ts ErrorBody). */
 export const errorBodySchema = {
@@ -121,7 +121,7 @@ export const runSummary = {
   required: ['run_number', 'status', 'created_at_ms', 'finished_at_ms', 'job_counts'],
   properties: {
     run_number: { type: 'integer', minimum: 1 },
-    status: { type: 'string', enum: ['running', 'success', 'failed', 'cancelled'] },
+    status: { type: 'string', enum: ['queued', 'running', 'success', 'failed', 'cancelled'] },
     created_at_ms: { type: 'integer' },
     finished_at_ms: { type: ['integer', 'null'] },
     job_counts: {
@@ -139,7 +139,7 @@ export const runList = { type: 'array', items: runSummary } as const;
 export const cancelAnswer = {
   type: 'object',
   required: [...statusDocument.required, 'cancelled_jobs'],
-  properties: { ...statusProperties, cancelled_jobs: strings },
+  properties: { ...statusProperties, cancelled_jobs: strings, cancelled_runs: { type: 'array', items: int } },
 } as const;
 
 const currentLease = {

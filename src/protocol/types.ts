@@ -236,6 +236,8 @@ export interface RunSummary {
 
 export interface CancelResponse extends StatusDocument {
   cancelled_jobs: string[];
+  /** Numbers of the runs the cancel ended or is ending, oldest first. */
+  cancelled_runs: number[];
 }
 
 /**

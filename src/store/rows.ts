@@ -65,6 +65,7 @@ export function toRun(r: Row): RunRecord {
     finished_at_ms: (r.finished_at_ms as number | null) ?? null,
     inputs: r.inputs === null || r.inputs === undefined ? {} : (JSON.parse(r.inputs as string) as Record<string, string>),
     rerun_of: (r.rerun_of as number | null | undefined) ?? null,
+    ...(r.status === 'queued' && typeof r.plan === 'string' ? { plan: JSON.parse(r.plan) as NewJob[] } : {}),
   };
 }
 
@@ -157,4 +158,12 @@ export function newLease(job: JobRecord, leaseId: string, workerId: string, ttlS
     expires_at_ms: expiresAtMs,
     state: 'active',
   };
+}
+
+/**
+ * A queued run's planned jobs as they go in when it starts: the roots become claimable now, not when
+ * the run was asked for, so they take their place in the claim order behind jobs already claimable.
+ */
+export function plannedJobsAt(plan: readonly NewJob[], nowMs: number): NewJob[] {
+  return plan.map((j) => (j.status === 'queued' ? { ...j, enqueued_at_ms: nowMs, ready_at_ms: Math.max(nowMs, j.delayed_until_ms) } : { ...j }));
 }

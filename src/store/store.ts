@@ -46,6 +46,11 @@ export interface RunRecord {
   inputs: Record<string, string>;
   /** The run a re-run was made from; null for a run started afresh. */
   rerun_of: number | null;
+  /**
+   * A `queued` run's jobs as they will be inserted when a slot frees (README "How a run works"); absent
+   * for every other run, whose jobs are rows.
+   */
+  plan?: NewJob[];
 }
 
 export interface RunJobCount extends RunKey {
@@ -224,6 +229,10 @@ export interface StoreReads {
    * read of the partial index workflows_next_fire, whatever the number of workflows.
    */
   dueSchedules(nowMs: number, limit: number): Promise<WorkflowRecord[]>;
+  /** The workflow's running and queued runs, oldest first, through the partial indexes runs_running and runs_queued. */
+  activeRuns(workflowId: string): Promise<RunRecord[]>;
+  /** Ids of workflows that have a queued run, at most `limit`, through runs_queued. */
+  queuedWorkflows(limit: number): Promise<string[]>;
 }
 
 export interface ActiveJobCount {
@@ -275,15 +284,18 @@ export type PushLogsOutcome =
 
 export type StartRunOutcome =
   | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  /** Every slot of the workflow's `concurrency` is taken and it says `queue`: the run waits for one. */
+  | { kind: 'queued'; run: RunRecord }
   | { kind: 'not_found' }
-  /** The latest run is still running. */
-  | { kind: 'active'; run_number: number }
+  /** Every slot is taken (by default: a run is running) and `when_full` is `reject`. */
+  | { kind: 'active'; run_number: number; run_numbers: number[] }
   /** The definition changed since the caller read it (its hash differs): read again and retry. */
   | { kind: 'stale' };
 
 export type CancelRunOutcome =
-  | { kind: 'cancelled'; run_number: number; jobs: string[]; changes: JobChange[] }
-  /** No run, or the latest run is over: nothing changed. */
+  /** `run_number`: the newest run cancelled; `runs`: every run cancelled, oldest first; `jobs`: their jobs cancelled. */
+  | { kind: 'cancelled'; run_number: number; runs: number[]; jobs: string[]; changes: JobChange[] }
+  /** No such run, or no active run: nothing changed. */
   | { kind: 'idle' }
   | { kind: 'not_found' };
 
@@ -297,7 +309,7 @@ export interface ReapOutcome {
 /**
  * What retention deletes (README "Retention"): finished runs that are not their workflow's latest and
  * that are beyond the newest `retain_runs` of their workflow, or finished before `finished_before_ms`
- * (either rule is enough). A run that is running is never a candidate.
+ * (either rule is enough). A run that is running or queued is never a candidate.
  */
 export interface PruneRequest {
   /** Keep this many newest runs of each workflow (>= 1); null: no count rule. */
@@ -366,6 +378,8 @@ export interface FireScheduleRequest extends StartRunRequest {
 
 export type FireScheduleOutcome =
   | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  /** Every slot was taken and `when_full` is `queue`: the run waits for one. */
+  | { kind: 'queued'; run: RunRecord }
   /** A run was active: next_fire_at_ms moved on, no run started (the fire is skipped, not retried). */
   | { kind: 'skipped'; run_number: number }
   /** `start` was false: next_fire_at_ms moved on. */
@@ -375,6 +389,12 @@ export type FireScheduleOutcome =
   | { kind: 'not_found' }
   /** The definition changed since the caller read it (schedules unchanged): read again and retry. */
   | { kind: 'stale' };
+
+/** Queued runs a `startQueuedRuns` started, and their jobs (to announce). */
+export interface StartedRuns {
+  started: RunRecord[];
+  changes: JobChange[];
+}
 
 export interface StartRunRequest {
   workflow_id: string;
@@ -452,11 +472,18 @@ export interface Store {
    */
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome>;
   /**
-   * Cancels every pending, queued and running job of the latest run, if it is running, and voids their
-   * leases; except jobs with `always()`/`cancelled()` that no cancel has spared before: those are marked
+   * Cancels run `runNumber` (absent: every active run of the workflow): a queued run just becomes
+   * `cancelled`; of a running one every pending, queued and running job is cancelled and their leases
+   * voided, except jobs with `always()`/`cancelled()` that no cancel has spared before: those are marked
    * `run_cancelled` and run once their needs have ended (the run stays running until they end).
    */
-  cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome>;
+  cancelRun(workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome>;
+  /**
+   * Starts the workflow's queued runs, oldest first, while fewer than its `concurrency.max_runs` run
+   * (docs/architecture.md "Concurrent runs"): inserts each one's planned jobs (roots claimable from
+   * `nowMs`) and marks it running. Each queued run starts exactly once, however many callers race.
+   */
+  startQueuedRuns(workflowId: string, nowMs: number): Promise<StartedRuns>;
 
   // the worker protocol
   /** Hands out up to `max` claimable jobs that fit, each exactly once, with a lease each; [] if none. */
@@ -506,7 +533,7 @@ export interface Store {
   /**
    * Deletes the workflow with all its runs, jobs, leases and log chunks, oldest runs first and at most
    * `limits` per call (`more` until the last call deletes the latest run with the workflow itself).
-   * Refuses (`active`) while its latest run is running. Its id can be created again afterwards.
+   * Refuses (`active`) while it has a running or queued run. Its id can be created again afterwards.
    */
   deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome>;
 

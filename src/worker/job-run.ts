@@ -191,7 +191,7 @@ export class JobRun {
       await sleep(every, this.finished.signal);
       if (over()) return;
       try {
-        if (await this.worker.client.isCancelled(this.job.workflow_id, this.job.job_id, { signal: this.finished.signal })) {
+        if (await this.worker.client.isCancelled(this.job.workflow_id, this.job.job_id, { run: this.job.run_number, signal: this.finished.signal })) {
           this.abandon('cancelled', 'the job was cancelled');
           return;
         }

@@ -184,7 +184,8 @@ async function proxy(t: TestContext) {
 }
 
 /** The status polls of `weft run --follow`. */
-const isStatusPoll = (req: http.IncomingMessage) => req.method === 'GET' && /\/status$/.test(req.url ?? '');
+/** `weft run --follow` polls its run's document (`/runs/{n}`); other commands read `/status`. */
+const isStatusPoll = (req: http.IncomingMessage) => req.method === 'GET' && /\/(status|runs\/\d+)$/.test(req.url ?? '');
 
 /** Index of the line `line` in `text`, checking it occurs exactly once. */
 function onceAt(text: string, line: string): number {

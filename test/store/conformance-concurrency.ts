@@ -71,7 +71,7 @@ export function concurrencyCases(withStore: Case, opts: ConformanceOptions): voi
           assert.equal(started[0]!.kind === 'started' && started[0]!.run.run_number, round);
           assert.deepEqual(
             outs.filter((o) => o.kind !== 'started'),
-            Array.from({ length: outs.length - 1 }, () => ({ kind: 'active', run_number: round })),
+            Array.from({ length: outs.length - 1 }, () => ({ kind: 'active', run_number: round, run_numbers: [round] })),
           );
           assert.equal((await store.cancelRun('w', now + 1)).kind, 'cancelled');
         }

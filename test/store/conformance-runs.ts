@@ -150,7 +150,7 @@ export function runCases(withStore: Case): void {
     assert.equal(await start(store, 'w', 1000, { a: {} }), 1);
     const jobs = buildJobs('w', 1100, { a: {} });
     const again = { workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 1100 };
-    assert.deepEqual(await store.startRun(again), { kind: 'active', run_number: 1 });
+    assert.deepEqual(await store.startRun(again), { kind: 'active', run_number: 1, run_numbers: [1] });
     const c = await claimOne(store, 1200, 'a');
     await complete(store, c.lease.lease_id, {}, 1300);
     assert.deepEqual(await runStatus(store, 'w', 1), { status: 'success', finished_at_ms: 1300 });

@@ -29,6 +29,7 @@ test('every key of the contract form survives being written back', () => {
       'on: { push: { branches: [main] } }',
       'inputs: { branch: { default: main, description: Branch to build }, sha: { required: true }, quiet: {} }',
       'env: { A: "1", B: two }',
+      'concurrency: { max_runs: 3, when_full: queue }',
       'jobs:',
       '  build:',
       '    name: Build it',
@@ -47,7 +48,8 @@ test('every key of the contract form survives being written back', () => {
   );
   roundTrip(def);
   const doc = definitionDocument(def);
-  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'env', 'jobs']);
+  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'concurrency', 'env', 'jobs']);
+  assert.deepEqual(doc.concurrency, { max_runs: 3, when_full: 'queue' });
   // Defaults are left out, as a person would write the file.
   assert.deepEqual(doc.jobs.ship, { needs: ['build', 'test'], run: 'echo "ship it"' });
   assert.deepEqual(doc.jobs.cleanup, { needs: ['ship'], if: 'always()', run: 'rm -rf out' });

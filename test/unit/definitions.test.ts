@@ -453,7 +453,7 @@ jobs:
 `);
     expectIssue(issues, null, 'nmae', /unknown key 'nmae' \(did you mean 'name'\?\)/);
     expectIssue(issues, null, 'trigger', /did you mean 'on'\?/);
-    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, jobs\)/);
+    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, concurrency, jobs\)/);
     expectIssue(issues, 'a', 'need', /unknown key 'need' \(did you mean 'needs'\?\)/);
     expectIssue(issues, 'a', 'lables', /did you mean 'labels'\?/);
     expectIssue(issues, 'a', 'depends_on', /did you mean 'needs'\?/);
@@ -911,5 +911,33 @@ jobs:
     expectIssue(issues, null, 'inputs.flat', /must be a mapping/);
     expectIssue(bodyIssues({ inputs: ['x'], jobs: { a: { run: 'true' } } }), null, 'inputs', /must be a mapping of input name/);
     expectIssue(bodyIssues({ params: {}, jobs: { a: { run: 'true' } } }), null, 'params', /did you mean 'inputs'/);
+  });
+});
+
+describe('concurrency', () => {
+  const base = 'jobs:\n  a: { run: x }\n';
+
+  test('max_runs and when_full are read in both forms; the default is not stored, so the hash is unchanged', () => {
+    assert.deepEqual(yaml(`concurrency: { max_runs: 3, when_full: queue }\n${base}`).concurrency, { max_runs: 3, when_full: 'queue' });
+    assert.deepEqual(yaml(`concurrency: { max_runs: 2 }\n${base}`).concurrency, { max_runs: 2, when_full: 'reject' });
+    assert.deepEqual(yaml(`concurrency: { when_full: queue }\n${base}`).concurrency, { max_runs: 1, when_full: 'queue' });
+    const array = body({ id: 'wf', concurrency: { max_runs: 100, when_full: 'reject' }, jobs: [{ id: 'a', command: 'x' }] });
+    assert.deepEqual(array.concurrency, { max_runs: 100, when_full: 'reject' });
+    for (const same of ['concurrency: {}\n', 'concurrency: { max_runs: 1, when_full: reject }\n', 'concurrency:\n']) {
+      const def = yaml(same + base);
+      assert.equal('concurrency' in def, false, same);
+      assert.equal(definitionHash(def), definitionHash(yaml(base)), `${same.trim()} hashes as no concurrency at all`);
+    }
+    assert.notEqual(definitionHash(yaml(`concurrency: { max_runs: 2 }\n${base}`)), definitionHash(yaml(base)));
+  });
+
+  test('bad values and unknown keys are named, with hints', () => {
+    for (const bad of ['0', '101', '1.5', '"2"']) {
+      expectIssue(yamlIssues(`concurrency: { max_runs: ${bad} }\n${base}`), null, 'concurrency.max_runs', /whole number from 1 to 100/);
+    }
+    expectIssue(yamlIssues(`concurrency: { when_full: wait }\n${base}`), null, 'concurrency.when_full', /one of reject, queue/);
+    expectIssue(yamlIssues(`concurrency: { max: 2 }\n${base}`), null, 'concurrency.max', /max_runs/);
+    expectIssue(yamlIssues(`concurrency: 2\n${base}`), null, 'concurrency', /must be a mapping/);
+    expectIssue(bodyIssues({ concurrency: { max_runs: 2, queue: true }, jobs: [{ id: 'a', command: 'x' }] }), null, 'concurrency.queue', /unknown/);
   });
 });

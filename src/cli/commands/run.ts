@@ -242,15 +242,13 @@ export async function followRun(client: WorkflowClient, workflowId: string, run:
   try {
     let outageSince: number | null = null;
     for (;;) {
-      if (doc.run_number !== run) {
-        throw new CliError(`run ${run} of ${workflowId} is no longer the latest (run ${doc.run_number} started); see \`weft status ${workflowId}\``);
-      }
       display.update(doc);
       openStreams(doc);
       if (TERMINAL_RUN.has(doc.status)) break;
       await sleep(POLL_MS);
       try {
-        doc = await client.getStatus(workflowId);
+        // This run's own document: with `concurrency`, later runs may start while it goes on (README "How a run works").
+        doc = await client.getRun(workflowId, run);
         outageSince = null;
       } catch (err) {
         const reason = transientFailure(err);

@@ -173,7 +173,7 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
                   <button type="button" disabled={w.status === 'running'} onClick={() => act(w.id, 'run')}>
                     Run
                   </button>
-                  <button type="button" disabled={w.status !== 'running'} onClick={() => act(w.id, 'cancel')}>
+                  <button type="button" disabled={w.status !== 'running' && w.status !== 'queued'} onClick={() => act(w.id, 'cancel')}>
                     Cancel
                   </button>
                 </td>

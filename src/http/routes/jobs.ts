@@ -117,11 +117,17 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-  app.get<{ Params: { wf_id: string; job_id: string } }>(
+  app.get<{ Params: { wf_id: string; job_id: string }; Querystring: { run?: number } }>(
     '/api/jobs/:wf_id/:job_id/cancelled',
-    { schema: { params: { type: 'object', properties: { wf_id: idParam, job_id: idParam } } } },
+    {
+      schema: {
+        params: { type: 'object', properties: { wf_id: idParam, job_id: idParam } },
+        // Without `run`: the newest running run, else the latest run (docs/api.md).
+        querystring: { type: 'object', additionalProperties: false, properties: { run: { type: 'integer', minimum: 1 } } },
+      },
+    },
     async (req, reply) => {
-      const cancelled = await engine.isCancelled(req.params.wf_id, req.params.job_id);
+      const cancelled = await engine.isCancelled(req.params.wf_id, req.params.job_id, req.query.run);
       return reply.type('application/json').send(cancelled ? 'true' : 'false');
     },
   );

@@ -55,6 +55,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
   );
 
   const byId = { params: { type: 'object', properties: { id: idParam } } };
+  /** Which run a cancel means; absent: every active run (docs/api.md). */
+  const runQuery = { type: 'object', additionalProperties: false, properties: { run: { type: 'integer', minimum: 1 } } };
 
   app.get<{ Params: { id: string } }>('/api/workflows/:id', { schema: byId }, async (req) => engine.status(req.params.id));
   app.get<{ Params: { id: string } }>('/api/workflows/:id/status', { schema: byId }, async (req) =>
@@ -70,10 +72,14 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-  app.post<{ Params: { id: string } }>('/api/workflows/:id/cancel', { schema: byId }, async (req, reply) => {
-    const { cancelled, status } = await engine.cancel(req.params.id);
-    return reply.code(202).send({ ...status, cancelled_jobs: cancelled });
-  });
+  app.post<{ Params: { id: string }; Querystring: { run?: number } }>(
+    '/api/workflows/:id/cancel',
+    { schema: { ...byId, querystring: runQuery } },
+    async (req, reply) => {
+      const { cancelled, cancelled_runs, status } = await engine.cancel(req.params.id, req.query.run);
+      return reply.code(202).send({ ...status, cancelled_jobs: cancelled, cancelled_runs });
+    },
+  );
 
   /** The workflow with its whole history; 409 `workflow_active` while a run is active (docs/api.md). */
   app.delete<{ Params: { id: string } }>('/api/workflows/:id', { schema: byId }, async (req) => {

@@ -17,6 +17,7 @@ import type {
   PushLogsOutcome,
   ReapOutcome,
   StartRunOutcome,
+  StartedRuns,
   StartRunRequest,
   Store,
   StoreReads,
@@ -135,8 +136,12 @@ export class PostgresStore implements Store {
     return runOps.startRun(this.sql, req);
   }
 
-  cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
-    return runOps.cancelRun(this.sql, workflowId, nowMs);
+  cancelRun(workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome> {
+    return runOps.cancelRun(this.sql, workflowId, nowMs, runNumber);
+  }
+
+  startQueuedRuns(workflowId: string, nowMs: number): Promise<StartedRuns> {
+    return runOps.startQueuedRuns(this.sql, workflowId, nowMs);
   }
 
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {

@@ -43,6 +43,26 @@ const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[])
     FOR UPDATE SKIP LOCKED
   ) AS c`;
 
+/**
+ * The jobs of a run from a JSON array of jobRow objects, in the given order (row_id follows it); `from`
+ * is what the array is read from, `param` its placeholder.
+ */
+const insertJobs = (from: string, param: string) => `
+      INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
+        pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
+        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
+      SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
+        e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
+        (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
+        (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
+        (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
+        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
+        e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
+        (e.j->>'conditional_dependents')::smallint
+      FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
+      ORDER BY e.ord`;
+
 export const QUERIES = {
   ...RETENTION_QUERIES,
   ...CONDITION_QUERIES,
@@ -147,40 +167,46 @@ export const QUERIES = {
    * includes the run a start we waited for has just committed (a join in the locking statement would
    * still see the run as it was before). $1 workflow id.
    */
-  latestRunOf: `SELECT w.hash, w.latest_run, r.status AS latest_status, w.next_fire_at_ms
+  latestRunOf: `SELECT w.hash, w.latest_run, r.status AS latest_status, w.next_fire_at_ms, w.definition
     FROM workflows w LEFT JOIN runs r ON r.workflow_id = w.id AND r.run_number = w.latest_run
     WHERE w.id = $1`,
   /**
    * Inserts the run with its jobs (row_id follows the given order) and makes it the latest; answers the
    * run and which of the given label keys are not recorded yet.
    * $1 workflow id, $2 run number, $3 now, $4 jobs (JSON array of jobRow objects), $5 label keys
-   * (JSON array), $6 inputs (JSON text or NULL), $7 the run a re-run was made from (or NULL). A re-run
-   * always has a job left to run, so the run starts `running` (StartRunRequest).
+   * (JSON array), $6 inputs (JSON text or NULL), $7 the run a re-run was made from (or NULL), $8 status
+   * (`running`, or `queued` with no jobs and $9 its planned jobs as JSON text; NULL otherwise). A run
+   * over at the start is settled after COMMIT (startRun).
    */
   insertRun: `WITH run AS (
-      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of)
-      VALUES ($1, $2::int, 'running', $3::bigint, NULL, $6, $7::int) RETURNING *
-    ), inserted AS (
-      INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
-        pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
-        started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
-        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
-      SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
-        e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
-        (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
-        (e.j->>'delayed_until_ms')::bigint, (e.j->>'ready_at_ms')::bigint, (e.j->>'started_at_ms')::bigint,
-        (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
-        e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
-        e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
-        (e.j->>'conditional_dependents')::smallint
-      FROM json_array_elements($4::json) WITH ORDINALITY AS e(j, ord)
-      ORDER BY e.ord
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan)
+      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9) RETURNING *
+    ), inserted AS (${insertJobs('', '$4')}
     ), latest AS (
       UPDATE workflows SET latest_run = $2::int WHERE id = $1
     )
     SELECT run.*, (SELECT COALESCE(json_agg(k.key), '[]') FROM json_array_elements_text($5::json) AS k(key)
         WHERE NOT EXISTS (SELECT 1 FROM label_sets s WHERE s.key = k.key)) AS missing_label_keys
     FROM run`,
+  /**
+   * A queued run starts with its planned jobs; no row unless it is still queued. The caller holds the
+   * workflow row's lock. $1 workflow id, $2 run number, $3 jobs (as for insertRun).
+   */
+  startQueuedRun: `WITH run AS (
+      UPDATE runs SET status = 'running', plan = NULL WHERE workflow_id = $1 AND run_number = $2::int AND status = 'queued'
+      RETURNING *
+    ), inserted AS (${insertJobs('run, ', '$3')}
+    )
+    SELECT run.* FROM run`,
+  /** The workflow's running and queued runs, oldest first, through runs_running and runs_queued. $1 workflow id. */
+  activeRuns: `SELECT * FROM runs WHERE workflow_id = $1 AND status = 'running'
+    UNION ALL SELECT * FROM runs WHERE workflow_id = $1 AND status = 'queued'
+    ORDER BY run_number`,
+  /** Workflows with a queued run, through runs_queued. $1 limit. */
+  queuedWorkflows: `SELECT DISTINCT workflow_id FROM runs WHERE status = 'queued' LIMIT $1::int`,
+  /** A queued run cancelled before it started. $1 workflow id, $2 run number, $3 now. */
+  cancelQueuedRun: `UPDATE runs SET status = 'cancelled', plan = NULL, finished_at_ms = $3::bigint
+    WHERE workflow_id = $1 AND run_number = $2::int AND status = 'queued' RETURNING run_number`,
   /**
    * Held until commit by whoever adds label sets, so that seq values become visible in the order they
    * were taken: a reader that has seen seq N has seen every set below N (labelSetsSince relies on it).

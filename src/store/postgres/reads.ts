@@ -21,6 +21,8 @@ export function makeReads(q: Exec): StoreReads {
       ).map(toWorkflow);
     },
     dueSchedules: async (nowMs, limit) => (await q(QUERIES.dueSchedules, [nowMs, limit])).map(toWorkflow),
+    activeRuns: async (workflowId) => (await q(QUERIES.activeRuns, [workflowId])).map(toRun),
+    queuedWorkflows: async (limit) => (await q(QUERIES.queuedWorkflows, [limit])).map((r) => r.workflow_id as string),
     getRun: async (workflowId, runNumber) => {
       const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
       return row ? toRun(row) : null;

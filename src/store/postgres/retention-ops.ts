@@ -123,7 +123,7 @@ export async function deleteWorkflow(sql: Sql, id: string, limits: DeleteLimits)
     // Sent together: the read runs once the lock is held (as in startRun).
     const [, [wf]] = await Promise.all([q(QUERIES.lockWorkflow, [id]), q(QUERIES.latestRunOf, [id])]);
     if (!wf) return 'not_found';
-    if (wf.latest_status === 'running') return 'active';
+    if ((await q(QUERIES.activeRuns, [id])).length > 0) return 'active';
     const found = (await q(QUERIES.runsOfWorkflow, [id, limits.max_runs + 1])).map(toCandidate);
     const runs = await counted(q, found.slice(0, limits.max_runs));
     const { stopped } = await deleteWithin(q, runs, limits.max_log_chunks);

@@ -1,19 +1,22 @@
 import { planCancel, propagate } from '../../domain/conditions.js';
 import { leaseExpiresAt } from '../../domain/lease.js';
-import { isTerminal } from '../../domain/types.js';
+import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
   ClaimRequest,
   Claimed,
   FireScheduleOutcome,
   FireScheduleRequest,
+  JobChange,
   JobRecord,
+  RunRecord,
   StartRunOutcome,
+  StartedRuns,
   StartRunRequest,
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
-import { inputsColumn, jobRow, newLease, schedulesColumn, toJob, toRun, toWorker } from '../rows.js';
+import { inputsColumn, jobRow, newLease, plannedJobsAt, schedulesColumn, toJob, toRun, toWorker, type Row } from '../rows.js';
 import { settleRunIfOver, writeDecisions } from './failures.js';
 import { QUERIES } from './queries.js';
 import { StartOver, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
@@ -44,18 +47,23 @@ export async function startRun(
   sql: Sql,
   req: StartRunRequest,
 ): Promise<StartRunOutcome> {
-  const outcome = await insertRun(sql, req);
+  const { outcome, drained } = await insertRun(sql, req);
+  await settleStarted(sql, drained.started, req.now_ms);
   // Conditions may have skipped every job at the start (src/engine/run-plan.ts): the run is over.
-  if (outcome.kind === 'started' && req.jobs.every((j) => isTerminal(j.status))) {
-    await settleRunIfOver(sql, req.workflow_id, outcome.run.run_number, req.now_ms);
-    const [row] = await statement(sql, QUERIES.getRun, [req.workflow_id, outcome.run.run_number]);
-    return { ...outcome, run: toRun(row!) };
+  if (outcome.kind === 'started') {
+    const changes = [...drained.changes, ...outcome.changes];
+    if (req.jobs.every((j) => isTerminal(j.status))) {
+      await settleRunIfOver(sql, req.workflow_id, outcome.run.run_number, req.now_ms);
+      const [row] = await statement(sql, QUERIES.getRun, [req.workflow_id, outcome.run.run_number]);
+      return { ...outcome, run: toRun(row!), changes };
+    }
+    return { ...outcome, changes };
   }
   return outcome;
 }
 
-async function insertRun(sql: Sql, req: StartRunRequest): Promise<StartRunOutcome> {
-  return transaction(sql, async (q): Promise<StartRunOutcome> => {
+async function insertRun(sql: Sql, req: StartRunRequest): Promise<{ outcome: StartRunOutcome; drained: StartedRuns }> {
+  return transaction(sql, async (q) => {
     // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf), and so
     // does the clean-up of chunks left by a deleted run of the same number (see dropStaleLogChunks).
     const [, [wf]] = await Promise.all([
@@ -63,11 +71,64 @@ async function insertRun(sql: Sql, req: StartRunRequest): Promise<StartRunOutcom
       q(QUERIES.latestRunOf, [req.workflow_id]),
       q(QUERIES.dropStaleLogChunks, [req.workflow_id]),
     ]);
-    if (!wf) return { kind: 'not_found' };
-    if (wf.hash !== req.expected_hash) return { kind: 'stale' };
-    if (wf.latest_status === 'running') return { kind: 'active', run_number: wf.latest_run as number };
-    return insertNextRun(q, req, wf.latest_run as number);
+    const drained: StartedRuns = { started: [], changes: [] };
+    if (!wf) return { outcome: { kind: 'not_found' }, drained };
+    if (wf.hash !== req.expected_hash) return { outcome: { kind: 'stale' }, drained };
+    return { outcome: await startOrQueue(q, req, wf, drained), drained };
   });
+}
+
+/**
+ * Under the workflow row's lock (docs/architecture.md "Concurrent runs"): queued runs a free slot waits
+ * for start first (into `drained`), then the new run starts, queues or is refused by `concurrency`.
+ */
+async function startOrQueue(q: Exec, req: StartRunRequest, wf: Row, drained: StartedRuns): Promise<StartRunOutcome> {
+  const concurrency = concurrencyOf(wf);
+  Object.assign(drained, await startQueuedIn(q, req.workflow_id, concurrency.max_runs, req.now_ms));
+  const active = (await q(QUERIES.activeRuns, [req.workflow_id])).map(toRun);
+  const running = active.filter((r) => r.status === 'running').length;
+  if (running < concurrency.max_runs) return insertNextRun(q, req, wf.latest_run as number, 'running');
+  if (concurrency.when_full === 'queue') return insertNextRun(q, req, wf.latest_run as number, 'queued');
+  const numbers = active.map((r) => r.run_number);
+  return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
+}
+
+function concurrencyOf(wf: Row): Concurrency {
+  return (JSON.parse(wf.definition as string) as WorkflowDefinition).concurrency ?? DEFAULT_CONCURRENCY;
+}
+
+/** See Store.startQueuedRuns: one transaction under the workflow row's lock, as a start. */
+export async function startQueuedRuns(sql: Sql, workflowId: string, nowMs: number): Promise<StartedRuns> {
+  const out = await transaction(sql, async (q): Promise<StartedRuns> => {
+    const [, [wf]] = await Promise.all([q(QUERIES.lockWorkflow, [workflowId]), q(QUERIES.latestRunOf, [workflowId])]);
+    if (!wf) return { started: [], changes: [] };
+    return startQueuedIn(q, workflowId, concurrencyOf(wf).max_runs, nowMs);
+  });
+  await settleStarted(sql, out.started, nowMs);
+  return out;
+}
+
+/** Queued runs, oldest first, while fewer than `maxRuns` run; the caller holds the workflow row's lock. */
+async function startQueuedIn(q: Exec, workflowId: string, maxRuns: number, nowMs: number): Promise<StartedRuns> {
+  const out: StartedRuns = { started: [], changes: [] };
+  const active = (await q(QUERIES.activeRuns, [workflowId])).map(toRun);
+  let running = active.filter((r) => r.status === 'running').length;
+  for (const run of active) {
+    if (run.status !== 'queued') continue;
+    if (running >= maxRuns) break;
+    const jobs = plannedJobsAt(run.plan ?? [], nowMs);
+    const [row] = await q(QUERIES.startQueuedRun, [workflowId, run.run_number, jobs.map((j) => jobRow(j, run.run_number))]);
+    if (!row) continue;
+    running++;
+    out.started.push(toRun(row));
+    out.changes.push(...jobs.map((j) => ({ workflow_id: workflowId, run_number: run.run_number, job_id: j.job_id })));
+  }
+  return out;
+}
+
+/** A started queued run whose jobs a condition all skipped at the start is over at once (after COMMIT, as every settlement). */
+async function settleStarted(sql: Sql, started: readonly RunRecord[], nowMs: number): Promise<void> {
+  for (const run of started) await settleRunIfOver(sql, run.workflow_id, run.run_number, nowMs);
 }
 
 /**
@@ -77,7 +138,8 @@ async function insertRun(sql: Sql, req: StartRunRequest): Promise<StartRunOutcom
  * and answer `taken` (docs/architecture.md "Schedules").
  */
 export async function fireSchedule(sql: Sql, req: FireScheduleRequest): Promise<FireScheduleOutcome> {
-  return transaction(sql, async (q): Promise<FireScheduleOutcome> => {
+  const drained: StartedRuns = { started: [], changes: [] };
+  const outcome = await transaction(sql, async (q): Promise<FireScheduleOutcome> => {
     const [, [wf]] = await Promise.all([
       q(QUERIES.lockWorkflow, [req.workflow_id]),
       q(QUERIES.latestRunOf, [req.workflow_id]),
@@ -88,22 +150,34 @@ export async function fireSchedule(sql: Sql, req: FireScheduleRequest): Promise<
     if (wf.hash !== req.expected_hash) return { kind: 'stale' };
     await q(QUERIES.setNextFire, [req.workflow_id, req.next_fire_at_ms]);
     if (!req.start) return { kind: 'advanced' };
-    if (wf.latest_status === 'running') return { kind: 'skipped', run_number: wf.latest_run as number };
-    return insertNextRun(q, req, wf.latest_run as number);
+    const started = await startOrQueue(q, req, wf, drained);
+    if (started.kind === 'active') return { kind: 'skipped', run_number: started.run_number };
+    if (started.kind === 'started' || started.kind === 'queued') return started;
+    throw new Error(`startRun answered ${started.kind} for a workflow just read`);
   });
+  await settleStarted(sql, drained.started, req.now_ms);
+  if (outcome.kind === 'started') return { ...outcome, changes: [...drained.changes, ...outcome.changes] };
+  return outcome;
 }
 
-/** Inserts run latest + 1 with its jobs and label sets; the caller holds the workflow row's lock. */
-async function insertNextRun(q: Exec, req: StartRunRequest, latestRun: number): Promise<StartRunOutcome & { kind: 'started' }> {
+/** Inserts run latest + 1 (with its jobs, or queued with them as its plan) and label sets; the caller holds the workflow row's lock. */
+async function insertNextRun(
+  q: Exec,
+  req: StartRunRequest,
+  latestRun: number,
+  status: 'running' | 'queued',
+): Promise<StartRunOutcome & { kind: 'started' | 'queued' }> {
   const runNumber = latestRun + 1;
   const [row] = await q(QUERIES.insertRun, [
     req.workflow_id,
     runNumber,
     req.now_ms,
-    req.jobs.map((j) => jobRow(j, runNumber)),
+    status === 'running' ? req.jobs.map((j) => jobRow(j, runNumber)) : [],
     req.label_sets.map((s) => s.key),
     inputsColumn(req.inputs ?? {}),
     req.rerun_of ?? null,
+    status,
+    status === 'queued' ? JSON.stringify(req.jobs) : null,
   ]);
   const missing = new Set(row!.missing_label_keys as string[]);
   if (missing.size > 0) {
@@ -113,6 +187,7 @@ async function insertNextRun(q: Exec, req: StartRunRequest, latestRun: number): 
     // Both go out together; the table lock is held from here to COMMIT only (see lockLabelSets).
     await Promise.all([q(QUERIES.lockLabelSets), q(QUERIES.insertLabelSets, [sets])]);
   }
+  if (status === 'queued') return { kind: 'queued', run: toRun(row!) };
   return {
     kind: 'started',
     run: toRun(row!),
@@ -138,12 +213,38 @@ const MAX_FENCE_ROUNDS = 64;
  * re-check). If that job's worker reports on it before the cancel is done, the two wait for each other
  * until the deadlock detector ends one, which `transaction` then runs again.
  */
-export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
+export async function cancelRun(sql: Sql, workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome> {
+  const [target] = await statement(sql, QUERIES.cancelTarget, [workflowId]);
+  if (!target) return { kind: 'not_found' };
+  const active = (await statement(sql, QUERIES.activeRuns, [workflowId]))
+    .map(toRun)
+    .filter((r) => runNumber === undefined || r.run_number === runNumber);
+  const runs: number[] = [];
+  const jobs: string[] = [];
+  const changes: JobChange[] = [];
+  // Queued runs first, so that nothing this cancel ends can hand one of them a slot meanwhile. One that
+  // started since it was read is cancelled as a running run.
+  for (const run of active.filter((r) => r.status === 'queued')) {
+    const [gone] = await writeStatement(sql, QUERIES.cancelQueuedRun, [workflowId, run.run_number, nowMs]);
+    if (gone) runs.push(run.run_number);
+    else run.status = 'running';
+  }
+  for (const run of active.filter((r) => r.status === 'running')) {
+    const done = await cancelRunning(sql, workflowId, run.run_number, nowMs);
+    if (done.kind !== 'cancelled') continue;
+    runs.push(run.run_number);
+    jobs.push(...done.jobs);
+    changes.push(...done.changes);
+  }
+  if (runs.length === 0) return { kind: 'idle' };
+  runs.sort((a, b) => a - b);
+  return { kind: 'cancelled', run_number: runs[runs.length - 1]!, runs, jobs, changes };
+}
+
+async function cancelRunning(sql: Sql, workflowId: string, runNumber: number, nowMs: number): Promise<CancelRunOutcome> {
   const outcome = await transaction(sql, async (q): Promise<CancelRunOutcome> => {
-    const [target] = await q(QUERIES.cancelTarget, [workflowId]);
-    if (!target) return { kind: 'not_found' };
-    if (target.status !== 'running') return { kind: 'idle' };
-    const runNumber = target.latest_run as number;
+    const [target] = await q(QUERIES.getRun, [workflowId, runNumber]);
+    if (!target || target.status !== 'running') return { kind: 'idle' };
     const heldJobs: number[] = [];
     const heldLeases: string[] = [];
     for (let round = 1; ; round++) {
@@ -175,6 +276,7 @@ export async function cancelRun(sql: Sql, workflowId: string, nowMs: number): Pr
     return {
       kind: 'cancelled',
       run_number: runNumber,
+      runs: [runNumber],
       jobs: ids,
       changes: [...plan.cancelled, ...decided].map((j) => ({ workflow_id: workflowId, run_number: runNumber, job_id: j.job_id })),
     };

@@ -185,6 +185,16 @@ ALTER TABLE jobs ADD COLUMN run_cancelled INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN conditional_dependents INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 8,
+    name: 'concurrent runs: queued runs and their planned jobs',
+    // plan: a queued run's jobs (JSON) until a slot frees; runs_queued lets a start and the reaper find
+    // queued runs without reading finished ones (docs/architecture.md "Concurrent runs").
+    sql: `
+ALTER TABLE runs ADD COLUMN plan TEXT;
+CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued';
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

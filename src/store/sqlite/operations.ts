@@ -6,7 +6,7 @@
  * any of them does. An operation that throws leaves its statements half done: a batch must give each
  * its own savepoint.
  */
-export { createWorkflow, saveWorkflow, startRun, cancelRun, fireSchedule } from './run-ops.js';
+export { createWorkflow, saveWorkflow, startRun, startQueuedRuns, cancelRun, fireSchedule } from './run-ops.js';
 export { claim, releaseLeases, heartbeat, complete, fail, pushLogs, registerWorker } from './worker-ops.js';
 export { expireLeases, timeOutJobs, settleStrandedRuns } from './reaper-ops.js';
 export { pruneRuns, deleteWorkflow } from './retention-ops.js';

@@ -47,8 +47,21 @@ export const QUERIES = {
 
   /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs */
   insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs,
-      cancelled_jobs, inputs, rerun_of)
-    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of)`,
+      cancelled_jobs, inputs, rerun_of, plan)
+    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of, @plan)`,
+  /** The workflow's running and queued runs, oldest first, through runs_running and runs_queued. ? workflow_id twice */
+  activeRuns: `SELECT * FROM (
+      SELECT * FROM runs WHERE workflow_id = ? AND status = 'running'
+      UNION ALL SELECT * FROM runs WHERE workflow_id = ? AND status = 'queued'
+    ) ORDER BY run_number`,
+  /** Workflows with a queued run, through runs_queued. ? limit */
+  queuedWorkflows: `SELECT DISTINCT workflow_id FROM runs WHERE status = 'queued' LIMIT ?`,
+  /** A queued run starts: ? status, ? unfinished_jobs, ? finished_at_ms, ? workflow_id, ? run_number */
+  startQueuedRun: `UPDATE runs SET status = ?, plan = NULL, unfinished_jobs = ?, finished_at_ms = ?
+    WHERE workflow_id = ? AND run_number = ? AND status = 'queued'`,
+  /** A queued run cancelled before it started. ? finished_at_ms, ? workflow_id, ? run_number */
+  cancelQueuedRun: `UPDATE runs SET status = 'cancelled', plan = NULL, finished_at_ms = ?
+    WHERE workflow_id = ? AND run_number = ? AND status = 'queued'`,
   /** ? workflow_id, ? run_number */
   getRun: `SELECT * FROM runs WHERE workflow_id = ? AND run_number = ?`,
   /** ? JSON array of [workflow_id, run_number] pairs */

@@ -61,5 +61,7 @@ export function makeReads(c: Conn): StoreReads {
       })),
     activeJobCounts: async () => c.q('activeJobCounts').all() as ActiveJobCount[],
     dueSchedules: async (nowMs, limit) => (c.q('dueSchedules').all(nowMs, limit) as Row[]).map(toWorkflow),
+    activeRuns: async (workflowId) => (c.q('activeRuns').all(workflowId, workflowId) as Row[]).map(toRun),
+    queuedWorkflows: async (limit) => (c.q('queuedWorkflows').all(limit) as Array<{ workflow_id: string }>).map((r) => r.workflow_id),
   };
 }

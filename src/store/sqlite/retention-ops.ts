@@ -100,11 +100,7 @@ export function pruneRuns(c: Conn, req: PruneRequest): PruneOutcome {
 export function deleteWorkflow(c: Conn, id: string, limits: DeleteLimits): DeleteWorkflowOutcome {
   const wf = c.q('getWorkflow').get(id) as Row | undefined;
   if (!wf) return 'not_found';
-  const latest = wf.latest_run as number;
-  if (latest > 0) {
-    const run = c.q('getRun').get(id, latest) as Row | undefined;
-    if (run?.status === 'running') return 'active';
-  }
+  if ((c.q('activeRuns').all(id, id) as Row[]).length > 0) return 'active';
   const runs = c.q('runsOfWorkflow').all(id, limits.max_runs + 1) as Candidate[];
   let budget = limits.max_log_chunks;
   for (const r of runs.slice(0, limits.max_runs)) {

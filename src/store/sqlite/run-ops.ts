@@ -5,12 +5,15 @@ import type {
   FireScheduleOutcome,
   FireScheduleRequest,
   JobChange,
+  NewJob,
   RunRecord,
+  StartedRuns,
   StartRunOutcome,
   StartRunRequest,
   WorkflowRecord,
 } from '../store.js';
-import { isTerminal } from '../../domain/types.js';
+import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/types.js';
+import { plannedJobsAt } from '../rows.js';
 import { inputsColumn, jobRow, schedulesColumn, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 import { change, decisionParams, finishJobs, propagateEnd } from './settle.js';
@@ -51,7 +54,9 @@ export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated
 /**
  * Run latest_run + 1. The write transaction holds SQLite's single write lock from its first statement
  * (BEGIN IMMEDIATE), so reading latest_run and setting it cannot interleave with another start: the
- * numbers are unique and gapless.
+ * numbers are unique and gapless. So does counting the running runs against `concurrency.max_runs`
+ * (docs/architecture.md "Concurrent runs"): queued runs that a free slot is waiting for start first,
+ * then the new run starts, queues, or is refused.
  */
 export function startRun(
   c: Conn,
@@ -61,11 +66,30 @@ export function startRun(
   if (!row) return { kind: 'not_found' };
   const wf = toWorkflow(row);
   if (wf.hash !== req.expected_hash) return { kind: 'stale' };
-  if (wf.latest_run > 0) {
-    const last = c.q('getRun').get(wf.id, wf.latest_run) as Row | undefined;
-    if (last && last.status === 'running') return { kind: 'active', run_number: wf.latest_run };
-  }
+  const drained = startQueuedIn(c, wf, req.now_ms);
+  const { max_runs, when_full } = wf.definition.concurrency ?? DEFAULT_CONCURRENCY;
+  const active = (c.q('activeRuns').all(wf.id, wf.id) as Row[]).map(toRun);
+  const running = active.filter((r) => r.status === 'running').length;
   const runNumber = wf.latest_run + 1;
+  if (running >= max_runs) {
+    if (when_full === 'reject') {
+      const numbers = active.map((r) => r.run_number);
+      return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
+    }
+    const run: RunRecord = {
+      workflow_id: wf.id,
+      run_number: runNumber,
+      status: 'queued',
+      created_at_ms: req.now_ms,
+      finished_at_ms: null,
+      inputs: { ...req.inputs },
+      rerun_of: req.rerun_of ?? null,
+    };
+    c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: 0, plan: JSON.stringify(req.jobs) });
+    insertLabelSets(c, req);
+    c.q('setLatestRun').run(runNumber, wf.id);
+    return { kind: 'queued', run: { ...run, plan: [...req.jobs] } };
+  }
   // A re-run's kept jobs start as `success`, and jobs a condition skipped at the start as `skipped`
   // (src/engine/run-plan.ts): both are finished already.
   const unfinished = req.jobs.filter((j) => !isTerminal(j.status)).length;
@@ -79,17 +103,54 @@ export function startRun(
     inputs: { ...req.inputs },
     rerun_of: req.rerun_of ?? null,
   };
-  c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished });
-  const insertJob = c.q('insertJob');
-  const changes: JobChange[] = [];
-  for (const j of req.jobs) {
-    insertJob.run(jobRow({ ...j, workflow_id: wf.id }, runNumber));
-    changes.push({ workflow_id: wf.id, run_number: runNumber, job_id: j.job_id });
-  }
-  const insertLabelSet = c.q('insertLabelSet');
-  for (const set of req.label_sets) insertLabelSet.run(set.key, JSON.stringify(set.labels));
+  c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished, plan: null });
+  const changes = [...drained.changes, ...insertJobs(c, wf.id, runNumber, req.jobs)];
+  insertLabelSets(c, req);
   c.q('setLatestRun').run(runNumber, wf.id);
   return { kind: 'started', run, changes };
+}
+
+function insertJobs(c: Conn, workflowId: string, runNumber: number, jobs: readonly NewJob[]): JobChange[] {
+  const insertJob = c.q('insertJob');
+  const changes: JobChange[] = [];
+  for (const j of jobs) {
+    insertJob.run(jobRow({ ...j, workflow_id: workflowId }, runNumber));
+    changes.push({ workflow_id: workflowId, run_number: runNumber, job_id: j.job_id });
+  }
+  return changes;
+}
+
+function insertLabelSets(c: Conn, req: StartRunRequest): void {
+  const insertLabelSet = c.q('insertLabelSet');
+  for (const set of req.label_sets) insertLabelSet.run(set.key, JSON.stringify(set.labels));
+}
+
+/** The workflow's queued runs, oldest first, while a slot is free; see Store.startQueuedRuns. */
+export function startQueuedRuns(c: Conn, workflowId: string, nowMs: number): StartedRuns {
+  const row = c.q('getWorkflow').get(workflowId) as Row | undefined;
+  if (!row) return { started: [], changes: [] };
+  return startQueuedIn(c, toWorkflow(row), nowMs);
+}
+
+function startQueuedIn(c: Conn, wf: WorkflowRecord, nowMs: number): StartedRuns {
+  const out: StartedRuns = { started: [], changes: [] };
+  const active = (c.q('activeRuns').all(wf.id, wf.id) as Row[]).map(toRun);
+  const queued = active.filter((r) => r.status === 'queued');
+  if (queued.length === 0) return out;
+  const { max_runs } = wf.definition.concurrency ?? DEFAULT_CONCURRENCY;
+  let running = active.length - queued.length;
+  for (const run of queued) {
+    if (running >= max_runs) break;
+    const jobs = plannedJobsAt(run.plan ?? [], nowMs);
+    const unfinished = jobs.filter((j) => !isTerminal(j.status)).length;
+    const status = runStateFromCounts({ unfinished, failed: 0, cancelled: 0 });
+    const finished = unfinished === 0 ? nowMs : null;
+    c.q('startQueuedRun').run(status, unfinished, finished, wf.id, run.run_number);
+    out.changes.push(...insertJobs(c, wf.id, run.run_number, jobs));
+    out.started.push({ ...run, status, finished_at_ms: finished, plan: undefined });
+    if (status === 'running') running++;
+  }
+  return out;
 }
 
 /**
@@ -106,24 +167,40 @@ export function fireSchedule(c: Conn, req: FireScheduleRequest): FireScheduleOut
   if (!req.start) return { kind: 'advanced' };
   const started = startRun(c, req);
   if (started.kind === 'active') return { kind: 'skipped', run_number: started.run_number };
+  if (started.kind === 'queued') return started;
   if (started.kind !== 'started') throw new Error(`startRun answered ${started.kind} for a workflow just read`);
   return started;
 }
 
 /**
- * Cancels what is left of the latest run, voiding the leases of its running jobs; `always()` and
+ * Cancels run `runNumber`, or every active run of the workflow: a queued run just ends `cancelled`;
+ * of a running one what is left, voiding the leases of its running jobs; `always()` and
  * `cancelled()` jobs no cancel spared before are spared: marked, counted down for the needs this
  * cancel ended, and queued once none is left (docs/architecture.md "Conditions").
  */
-export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRunOutcome {
+export function cancelRun(c: Conn, workflowId: string, nowMs: number, runNumber?: number): CancelRunOutcome {
   const row = c.q('getWorkflow').get(workflowId) as Row | undefined;
   if (!row) return { kind: 'not_found' };
-  const latest = row.latest_run as number;
-  if (latest === 0) return { kind: 'idle' };
-  const runRow = c.q('getRun').get(workflowId, latest) as Row | undefined;
-  if (!runRow || toRun(runRow).status !== 'running') return { kind: 'idle' };
-  const run = { workflow_id: workflowId, run_number: latest };
-  const plan = planCancel((c.q('unfinishedRunJobs').all(workflowId, latest) as Row[]).map(toJob));
+  const active = (c.q('activeRuns').all(workflowId, workflowId) as Row[])
+    .map(toRun)
+    .filter((r) => runNumber === undefined || r.run_number === runNumber);
+  if (active.length === 0) return { kind: 'idle' };
+  const jobs: string[] = [];
+  const changes: JobChange[] = [];
+  // Queued runs first, so that nothing this cancel ends can hand one of them a slot meanwhile.
+  for (const run of active.filter((r) => r.status === 'queued')) c.q('cancelQueuedRun').run(nowMs, workflowId, run.run_number);
+  for (const run of active.filter((r) => r.status === 'running')) {
+    const done = cancelRunning(c, workflowId, run.run_number, nowMs);
+    jobs.push(...done.jobs);
+    changes.push(...done.changes);
+  }
+  const runs = active.map((r) => r.run_number);
+  return { kind: 'cancelled', run_number: runs[runs.length - 1]!, runs, jobs, changes };
+}
+
+function cancelRunning(c: Conn, workflowId: string, runNumber: number, nowMs: number): { jobs: string[]; changes: JobChange[] } {
+  const run = { workflow_id: workflowId, run_number: runNumber };
+  const plan = planCancel((c.q('unfinishedRunJobs').all(workflowId, runNumber) as Row[]).map(toJob));
   for (const j of plan.cancelled) {
     if (j.status === 'running' && j.lease_id !== null) c.q('closeLease').run('cancelled', j.lease_id);
     c.q('cancelJob').run(nowMs, j.row_id);
@@ -138,8 +215,7 @@ export function cancelRun(c: Conn, workflowId: string, nowMs: number): CancelRun
   finishJobs(c, run, { finished: plan.cancelled.length, failed: 0, cancelled: reached }, nowMs);
   if (plan.spared.length === 0) {
     // A cancel is the user's last word on the run, even if its counters disagreed (no-op once settled).
-    c.q('settleRun').run('cancelled', nowMs, workflowId, latest);
+    c.q('settleRun').run('cancelled', nowMs, workflowId, runNumber);
   }
-  const jobs = plan.cancelled.map((j) => j.job_id);
-  return { kind: 'cancelled', run_number: latest, jobs, changes };
+  return { jobs: plan.cancelled.map((j) => j.job_id), changes };
 }

@@ -19,6 +19,7 @@ import type {
   PushLogsOutcome,
   ReapOutcome,
   StartRunOutcome,
+  StartedRuns,
   StartRunRequest,
   Store,
   StoreReads,
@@ -102,8 +103,12 @@ export class SqliteStore implements Store {
     return this.write('startRun', [req]);
   }
 
-  cancelRun(workflowId: string, nowMs: number): Promise<CancelRunOutcome> {
-    return this.write('cancelRun', [workflowId, nowMs]);
+  cancelRun(workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome> {
+    return this.write('cancelRun', [workflowId, nowMs, runNumber]);
+  }
+
+  startQueuedRuns(workflowId: string, nowMs: number): Promise<StartedRuns> {
+    return this.write('startQueuedRuns', [workflowId, nowMs]);
   }
 
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {
