@@ -116,6 +116,39 @@ test('Run asks for the inputs a workflow declares, and the run gets them', async
   assert.deepEqual(errors, []);
 });
 
+test('Run stays available while a run is active when the workflow allows concurrent runs', async () => {
+  // Jobs no worker fits keep each run active for as long as the test needs.
+  const created = await request('POST', `${server.url}/api/workflows`, {
+    id: 'parallel',
+    concurrency: { max_runs: 2 },
+    jobs: { wait: { run: 'true', labels: ['no-such-worker'] } },
+  });
+  assert.equal(created.status, 201, created.text);
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/parallel`);
+  const run = page.getByRole('button', { name: 'Run', exact: true });
+  await run.click();
+  await page.locator(node('wait', 'queued')).waitFor(WAIT);
+  // Enabled although run 1 is active: the definition allows two at once.
+  await page.waitForFunction(
+    () => [...document.querySelectorAll('button')].some((b: any) => b.textContent.trim() === 'Run' && !b.disabled),
+    undefined,
+    WAIT,
+  );
+  await run.click();
+  await page.locator('option', { hasText: 'Run 2' }).waitFor({ state: 'attached', ...WAIT });
+  const runs = await request('GET', `${server.url}/api/workflows/parallel/runs`);
+  assert.deepEqual(
+    runs.body.map((r: { run_number: number; status: string }) => [r.run_number, r.status]),
+    [
+      [2, 'running'],
+      [1, 'running'],
+    ],
+  );
+  assert.equal((await request('POST', `${server.url}/api/workflows/parallel/cancel`)).status, 202);
+  assert.deepEqual(errors, []);
+});
+
 test('the list links each workflow; its graph turns live to success after Run; a job log arrives live; a past run is one click away', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/`);

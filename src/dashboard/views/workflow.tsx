@@ -26,7 +26,20 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const [error, setError] = useState<unknown>(null);
   const [conn, setConn] = useState<'live' | 'reconnecting' | 'polling'>('live');
   const [busy, setBusy] = useState(false);
+  // Whether another run may start (or queue) while one is running: the workflow's `concurrency`.
+  const [parallel, setParallel] = useState(false);
   const now = useNow();
+  useEffect(() => {
+    let live = true;
+    api<{ concurrency?: { max_runs?: number; when_full?: string } }>(`/api/workflows/${enc(id)}/definition`).then(
+      (def) => live && setParallel((def.concurrency?.max_runs ?? 1) > 1 || def.concurrency?.when_full === 'queue'),
+      // An older server has no definition endpoint: one run at a time, as there.
+      () => live && setParallel(false),
+    );
+    return () => {
+      live = false;
+    };
+  }, [id]);
   // The run on screen; events for other runs only refresh the run list.
   const shown = useRef<number | null>(null);
 
@@ -174,7 +187,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             ))}
           </select>
         </label>
-        <button type="button" disabled={busy || running} onClick={() => act('run')}>
+        <button type="button" disabled={busy || (running && !parallel)} onClick={() => act('run')}>
           Run
         </button>
         <button type="button" disabled={busy || !running} onClick={() => act('cancel')}>
