@@ -1,0 +1,189 @@
+import type { RunState } from '../domain/types.js';
+import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunRecord } from './records.js';
+
+/** What the operations of the store (src/store/store.ts) take and answer. */
+
+/**
+ * Why a lease call could not proceed. `expired` and `timed_out` mean this very call found the lease
+ * out of time and applied the failure (re-queue or fail, by the retry plan) before answering.
+ */
+export type LeaseRefusal =
+  | { kind: 'not_found' }
+  | { kind: 'settled'; state: 'completed' | 'failed' | 'expired' | 'timed_out' | 'released' }
+  /** `job`: the job after the failure, or null when it no longer ran under this lease (nothing else changed). */
+  | { kind: 'expired'; lease: LeaseRecord; job: JobRecord | null; changes: JobChange[] }
+  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] };
+
+export type HeartbeatOutcome =
+  | { kind: 'renewed'; lease: LeaseRecord }
+  | { kind: 'cancelled'; lease: LeaseRecord }
+  | LeaseRefusal;
+
+export type CompleteOutcome =
+  /** `enqueued`: dependents whose last need this was, now queued with their upstream outputs. */
+  | { kind: 'completed'; job: JobRecord; enqueued: string[]; changes: JobChange[] }
+  /** The job was cancelled first; nothing changed. */
+  | { kind: 'cancelled'; job: JobRecord }
+  | LeaseRefusal;
+
+export type FailOutcome =
+  /**
+   * The job after the failure: queued again (attempt + 1, maybe delayed) or failed (dependents skipped).
+   * `started_at_ms`: when the failed attempt started, which a re-queued job no longer carries.
+   */
+  | { kind: 'failed'; job: JobRecord; started_at_ms: number; changes: JobChange[] }
+  | { kind: 'cancelled'; job: JobRecord }
+  | LeaseRefusal;
+
+export type PushLogsOutcome =
+  /** Also when the job was cancelled: its last words are still kept. */
+  | { kind: 'stored'; lease: LeaseRecord; accepted: number }
+  /** A chunk names another workflow or job than the lease's; nothing was stored. */
+  | { kind: 'mismatch'; lease: LeaseRecord; index: number; field: 'workflow_id' | 'job_id'; value: string }
+  | LeaseRefusal;
+
+export type StartRunOutcome =
+  | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  /** Every slot of the workflow's `concurrency` is taken and it says `queue`: the run waits for one. */
+  | { kind: 'queued'; run: RunRecord }
+  | { kind: 'not_found' }
+  /** Every slot is taken (by default: a run is running) and `when_full` is `reject`. */
+  | { kind: 'active'; run_number: number; run_numbers: number[] }
+  /** The definition changed since the caller read it (its hash differs): read again and retry. */
+  | { kind: 'stale' };
+
+export type CancelRunOutcome =
+  /** `run_number`: the newest run cancelled; `runs`: every run cancelled, oldest first; `jobs`: their jobs cancelled. */
+  | { kind: 'cancelled'; run_number: number; runs: number[]; jobs: string[]; changes: JobChange[] }
+  /** No such run, or no active run: nothing changed. */
+  | { kind: 'idle' }
+  | { kind: 'not_found' };
+
+/** What a reaper sweep settled. */
+export interface ReapOutcome {
+  changes: JobChange[];
+  /** Each attempt the sweep ended, as its job is afterwards: queued again for a retry, or failed. */
+  ended: JobRecord[];
+}
+
+/**
+ * What retention deletes (README "Retention"): finished runs that are not their workflow's latest and
+ * that are beyond the newest `retain_runs` of their workflow, or finished before `finished_before_ms`
+ * (either rule is enough). A run that is running or queued is never a candidate.
+ */
+export interface PruneRequest {
+  /** Keep this many newest runs of each workflow (>= 1); null: no count rule. */
+  retain_runs: number | null;
+  /** Delete runs finished before this time (epoch ms); null: no age rule. */
+  finished_before_ms: number | null;
+  /** At most this many runs per call (the oldest finished first). */
+  max_runs: number;
+  /**
+   * At most this many log chunks deleted per call: a run whose chunks do not fit has that many of them
+   * deleted and is itself left for a later call (`partial`). Not used by a dry run.
+   */
+  max_log_chunks: number;
+  /** Only report what would be deleted. */
+  dry_run: boolean;
+}
+
+/** One run deleted by retention (or, in a dry run, that would be). */
+export interface PrunedRun {
+  workflow_id: string;
+  run_number: number;
+  status: RunState;
+  finished_at_ms: number;
+  /** Jobs of the run. */
+  jobs: number;
+  /** Log chunks of the run deleted with it (in a dry run: that it holds). */
+  log_chunks: number;
+}
+
+export interface PruneOutcome {
+  /** In the order they were (or would be) deleted: oldest finished first. */
+  runs: PrunedRun[];
+  /**
+   * A run whose log chunks outnumbered what was left of `max_log_chunks`: this many of its chunks were
+   * deleted, and the run follows in a later call (with the chunks left then).
+   */
+  partial: { workflow_id: string; run_number: number; log_chunks: number } | null;
+  /** More runs are due than this call deleted (or, in a dry run, listed): call again. */
+  more: boolean;
+}
+
+/** How much one call of `deleteWorkflow` may delete before answering `more`. */
+export interface DeleteLimits {
+  max_runs: number;
+  max_log_chunks: number;
+}
+
+/**
+ * `deleted`: the workflow and everything of it are gone. `more`: part of its runs were deleted within
+ * the limits; call again. `active`: its latest run is running; nothing was deleted.
+ */
+export type DeleteWorkflowOutcome = 'deleted' | 'more' | 'not_found' | 'active';
+
+/**
+ * One scheduled time of a workflow handled (docs/architecture.md "Schedules"): next_fire_at_ms moves
+ * from `fire_at_ms` to `next_fire_at_ms` and, with `start`, the run starts, in one transaction.
+ */
+export interface FireScheduleRequest extends StartRunRequest {
+  /** The workflow's next_fire_at_ms as the caller read it: unless it is still that, nothing happens. */
+  fire_at_ms: number;
+  /** What next_fire_at_ms becomes: a time after `now_ms`, or null when no schedule fires again. */
+  next_fire_at_ms: number | null;
+  /** False: only move next_fire_at_ms on (due times dropped by `catch_up: none`). */
+  start: boolean;
+}
+
+export type FireScheduleOutcome =
+  | { kind: 'started'; run: RunRecord; changes: JobChange[] }
+  /** Every slot was taken and `when_full` is `queue`: the run waits for one. */
+  | { kind: 'queued'; run: RunRecord }
+  /** A run was active: next_fire_at_ms moved on, no run started (the fire is skipped, not retried). */
+  | { kind: 'skipped'; run_number: number }
+  /** `start` was false: next_fire_at_ms moved on. */
+  | { kind: 'advanced' }
+  /** next_fire_at_ms is no longer `fire_at_ms`: another scheduler handled that time, or the schedules changed. */
+  | { kind: 'taken' }
+  | { kind: 'not_found' }
+  /** The definition changed since the caller read it (schedules unchanged): read again and retry. */
+  | { kind: 'stale' };
+
+/** Queued runs a `startQueuedRuns` started, and their jobs (to announce). */
+export interface StartedRuns {
+  started: RunRecord[];
+  changes: JobChange[];
+}
+
+export interface StartRunRequest {
+  workflow_id: string;
+  /** The definition's hash the jobs were built from; `stale` when it changed since. */
+  expected_hash: string;
+  jobs: readonly NewJob[];
+  label_sets: readonly LabelSet[];
+  now_ms: number;
+  /** Stored on the run as they are; absent: none. */
+  inputs?: Readonly<Record<string, string>>;
+  /** A re-run: the run it was made from. Its jobs may then start as `success`, but at least one must not. */
+  rerun_of?: number | null;
+}
+
+export interface ClaimRequest {
+  worker_id: string;
+  /** The worker's labels (normalized), recorded on the worker row. */
+  worker_labels: readonly string[];
+  /** Label keys the worker fits (decided by the domain rule); only jobs with these keys are taken. */
+  label_keys: readonly string[];
+  ttl_secs: number;
+  /** Up to this many jobs, oldest claimable first (ready_at_ms, then row_id). */
+  max: number;
+  /** One fresh id per job that may be handed out; `lease_ids.length >= max`. */
+  lease_ids: readonly string[];
+  now_ms: number;
+}
+
+export interface Claimed {
+  job: JobRecord;
+  lease: LeaseRecord;
+}

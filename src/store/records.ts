@@ -1,0 +1,184 @@
+import type { JobCondition, NeedsResults } from '../domain/conditions.js';
+import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
+
+/** The rows of the store (src/store/store.ts), as both backends read and write them. */
+
+export interface WorkflowRecord {
+  id: string;
+  name: string;
+  trigger: string | null;
+  definition: WorkflowDefinition;
+  /** Where the definition came from: a file in WORKFLOWS_DIR or the API. */
+  source: 'file' | 'api';
+  hash: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+  /** Number of the latest run; 0 when never run. */
+  latest_run: number;
+  /**
+   * The earliest fire time of its schedules not yet handled (docs/architecture.md "Schedules"); null
+   * when it has none. On a save it is taken only when the schedules changed (or on creation); absent
+   * there means null. Records the store answers always carry it.
+   */
+  next_fire_at_ms?: number | null;
+}
+
+export interface RunRecord {
+  workflow_id: string;
+  run_number: number;
+  status: RunState;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  /** The run's input values ({} when it has none). */
+  inputs: Record<string, string>;
+  /** The run a re-run was made from; null for a run started afresh. */
+  rerun_of: number | null;
+  /**
+   * A `queued` run's jobs as they will be inserted when a slot frees (README "How a run works"); absent
+   * for every other run, whose jobs are rows.
+   */
+  plan?: NewJob[];
+}
+
+export interface RunJobCount extends RunKey {
+  status: JobState;
+  count: number;
+}
+
+export interface JobRecord {
+  /** Surrogate key, also the stable tie-break of the claim order. */
+  row_id: number;
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+  name: string;
+  command: string;
+  /** Workflow env merged with job env. */
+  env: Record<string, string>;
+  labels: string[];
+  label_key: string;
+  needs: string[];
+  /** Direct downstream jobs (the inverse of needs), so unblocking and skipping touch only them. */
+  dependents: string[];
+  /**
+   * Needs not yet ended (for a `success()` job: not yet `success`, since any other end skips it). The
+   * end that brings it to zero queues the job (or skips it, when its condition is false), whichever
+   * sibling finishes last, without re-reading the others.
+   */
+  pending_needs: number;
+  /** `if:` (docs/architecture.md "Conditions"). */
+  condition: JobCondition;
+  /** Needs that ended other than `success`, with how; recorded as they end. */
+  needs_results: NeedsResults;
+  /** A need failed, or ended below a failure (what `failure()` asks). */
+  failed_upstream: boolean;
+  /** Spared by a cancel of its run (`always()`/`cancelled()`): `cancelled()` holds, and a second cancel stops it. */
+  run_cancelled: boolean;
+  /**
+   * Some direct dependent has a condition other than `success()`: this job's end goes the general way
+   * (conditions.ts propagate) instead of the one-statement completion.
+   */
+  conditional_dependents: boolean;
+  max_retries: number;
+  backoff: Backoff;
+  timeout_secs: number | null;
+  status: JobState;
+  attempt: number;
+  /** 0 until first queued. */
+  enqueued_at_ms: number;
+  delayed_until_ms: number;
+  /** max(enqueued_at_ms, delayed_until_ms): when the job became claimable. The claim order. */
+  ready_at_ms: number;
+  started_at_ms: number | null;
+  finished_at_ms: number | null;
+  /** started_at_ms + timeout_secs while running with a timeout; found by the reaper. */
+  deadline_ms: number | null;
+  error: string | null;
+  outputs: Outputs | null;
+  upstream_outputs: UpstreamOutputs;
+  worker_id: string | null;
+  lease_id: string | null;
+}
+
+/** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */
+export type NewJob = Omit<JobRecord, 'row_id' | 'run_number'>;
+
+export type LeaseState = 'active' | 'completed' | 'failed' | 'expired' | 'timed_out' | 'cancelled' | 'released';
+
+export interface LeaseRecord {
+  lease_id: string;
+  job_row_id: number;
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+  attempt: number;
+  worker_id: string;
+  ttl_secs: number;
+  granted_at_ms: number;
+  /** Last renewal (grant or heartbeat). */
+  renewed_at_ms: number;
+  expires_at_ms: number;
+  state: LeaseState;
+}
+
+
+export interface LogChunkRecord {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+  attempt: number;
+  sequence: number;
+  stream: LogStream;
+  data: string;
+  timestamp_ms: number;
+}
+
+export interface WorkerRecord {
+  worker_id: string;
+  labels: string[];
+  registered_at_ms: number;
+  last_seen_ms: number;
+}
+
+/** Names one run. */
+export interface RunKey {
+  workflow_id: string;
+  run_number: number;
+}
+
+export interface LabelSet {
+  key: string;
+  labels: string[];
+}
+
+export interface ListWorkflowsQuery {
+  limit: number;
+  offset: number;
+  /** Keep workflows whose latest run has a job in this state (idle workflows count as all-pending). */
+  jobStatus?: JobState;
+  /** Keep workflows whose id or name contains this text, ignoring (ASCII) case. */
+  search?: string;
+}
+
+export interface LogQuery {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+  attempt: number;
+  /** Only chunks with sequence > afterSequence. */
+  afterSequence?: number;
+  limit?: number;
+}
+
+/** A job whose state an operation changed: announced as an event once the change is durable. */
+export interface JobChange {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+}
+
+export interface ActiveJobCount {
+  status: 'queued' | 'running';
+  label_key: string;
+  count: number;
+}
