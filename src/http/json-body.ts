@@ -23,7 +23,8 @@ export function parseJsonBody(body: Buffer): unknown {
     const where = at === body.length ? 'it ends in the middle of a character' : `malformed at byte offset ${at}`;
     throw new WeftError('invalid_json', `request body is not valid UTF-8 (${where}); JSON must be sent as UTF-8`);
   }
-  if (text.trim() === '') return undefined;
+  // A scan, not a trimmed copy of the whole body.
+  if (!/\S/.test(text)) return undefined;
   if (nestsDeeperThan(text, MAX_BODY_DEPTH)) {
     throw new WeftError('invalid_json', `request body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
   }

@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { ErrorBody } from '../protocol/errors.js';
 
 export const DEFAULT_MAX_STREAMS = 1000;
@@ -45,4 +45,17 @@ export class StreamSlots {
     reply.raw.once('close', release);
     return { release };
   }
+}
+
+/**
+ * A live stream ends only when its job ends or its client leaves, so a graceful shutdown must end the
+ * open ones itself: otherwise closing the server waits for jobs that may run for hours. Every
+ * streaming route adds its stream's controller to the set this returns, and removes it when done.
+ */
+export function endStreamsOnClose(app: FastifyInstance): Set<AbortController> {
+  const open = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const c of open) c.abort();
+  });
+  return open;
 }

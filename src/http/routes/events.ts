@@ -1,7 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { LiveEvents, LiveFrame } from '../../engine/live-events.js';
 import type { StreamCounter } from '../metrics.js';
-import type { StreamSlots } from '../stream-slots.js';
+import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
 import { idParam } from '../schemas.js';
 
 /**
@@ -9,14 +9,10 @@ import { idParam } from '../schemas.js';
  * `workflow` events (list items) of all of them, as server-sent events with resumable ids.
  */
 export function eventRoutes(app: FastifyInstance, live: LiveEvents, slots: StreamSlots, streams?: StreamCounter): void {
-  // A stream lasts until its client leaves; a graceful shutdown ends the open ones itself.
-  const open = new Set<AbortController>();
-  app.addHook('preClose', async () => {
-    for (const c of open) c.abort();
-  });
+  const open = endStreamsOnClose(app);
   app.addHook('onClose', async () => live.close());
 
-  const stream = async (workflowId: string | null, lastEventId: string | string[] | undefined, reply: import('fastify').FastifyReply) => {
+  const stream = async (workflowId: string | null, lastEventId: string | string[] | undefined, reply: FastifyReply) => {
     // Taken before anything is read, so that a flood of streams costs no reads (README "Limits").
     const slot = slots.take(reply);
     if (slot === null) return reply;

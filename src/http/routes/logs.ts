@@ -3,7 +3,7 @@ import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
 import { idParam } from '../schemas.js';
-import type { StreamSlots } from '../stream-slots.js';
+import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
 
 const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
 
@@ -14,18 +14,6 @@ export interface LogRouteOptions {
   streams?: { opened(): void; closed(): void };
   /** The server's stream slots; every stream holds one while it is open. */
   slots: StreamSlots;
-}
-
-/**
- * A live stream only ends when its job does, so a graceful shutdown must end the open ones itself:
- * otherwise closing the server waits for jobs that may run for hours.
- */
-function endStreamsOnClose(app: FastifyInstance): Set<AbortController> {
-  const open = new Set<AbortController>();
-  app.addHook('preClose', async () => {
-    for (const c of open) c.abort();
-  });
-  return open;
 }
 
 export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions): void {
