@@ -74,6 +74,22 @@ export function inputsColumn(inputs: Readonly<Record<string, string>>): string |
   return Object.keys(inputs).length === 0 ? null : JSON.stringify(inputs);
 }
 
+/**
+ * The columns a condition decision writes back to a job (docs/architecture.md "Conditions"), encoded
+ * as both stores keep them.
+ */
+export function decisionColumns(j: JobRecord): Row {
+  return {
+    row_id: j.row_id,
+    status: j.status,
+    pending_needs: j.pending_needs,
+    needs_results: JSON.stringify(j.needs_results),
+    failed_upstream: j.failed_upstream ? 1 : 0,
+    run_cancelled: j.run_cancelled ? 1 : 0,
+    error: j.error,
+  };
+}
+
 export function toJob(r: Row): JobRecord {
   return {
     row_id: r.row_id as number,

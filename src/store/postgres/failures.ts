@@ -3,7 +3,7 @@ import { endedJob, propagate, type EndedJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
-import { toJob, toLease, type Row } from '../rows.js';
+import { decisionColumns, toJob, toLease, type Row } from '../rows.js';
 import { QUERIES } from './queries.js';
 import { statement, writeStatement, type Exec, type Sql } from './tx.js';
 
@@ -100,18 +100,7 @@ export async function decideBelow(q: Exec, ended: readonly EndedJob[], rows: rea
 
 export async function writeDecisions(q: Exec, jobs: readonly JobRecord[], nowMs: number): Promise<void> {
   if (jobs.length === 0) return;
-  await q(QUERIES.applyDecisions, [
-    jobs.map((j) => ({
-      row_id: j.row_id,
-      status: j.status,
-      pending_needs: j.pending_needs,
-      needs_results: JSON.stringify(j.needs_results),
-      failed_upstream: j.failed_upstream ? 1 : 0,
-      run_cancelled: j.run_cancelled ? 1 : 0,
-      error: j.error,
-    })),
-    nowMs,
-  ]);
+  await q(QUERIES.applyDecisions, [jobs.map(decisionColumns), nowMs]);
 }
 
 /** Settles an active lease that ran out: expired, and its job's attempt a retryable failure. */

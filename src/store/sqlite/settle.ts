@@ -2,7 +2,7 @@ import { endedJob, propagate, type EndedJob, type WaitingJob } from '../../domai
 import { planFailure } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord } from '../store.js';
-import { toJob, type Row } from '../rows.js';
+import { decisionColumns, toJob, type Row } from '../rows.js';
 import type { Conn } from './conn.js';
 
 /**
@@ -131,14 +131,5 @@ function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
 
 /** The parameters of applyDecision for `j` as it is now. */
 export function decisionParams(j: JobRecord, nowMs: number): Row {
-  return {
-    row_id: j.row_id,
-    status: j.status,
-    pending_needs: j.pending_needs,
-    needs_results: JSON.stringify(j.needs_results),
-    failed_upstream: j.failed_upstream ? 1 : 0,
-    run_cancelled: j.run_cancelled ? 1 : 0,
-    error: j.error,
-    now_ms: nowMs,
-  };
+  return { ...decisionColumns(j), now_ms: nowMs };
 }
