@@ -4,6 +4,8 @@
  * lines, an exit-code error ending with the stderr tail, and the whole process group killed on abort.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { envNamePart } from '../domain/conditions.js';
 import type { ClaimedJob } from '../protocol/types.js';
@@ -135,6 +137,40 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
+/**
+ * A signal sent to the worker's whole process group (Ctrl-C, `kill -TERM -<pgid>` from a supervisor)
+ * also reaches a job's process forked in that instant: it leaves the group only when it calls
+ * `setsid`, and libuv keeps signals blocked until just before `exec`, so the pending signal kills it
+ * there. Its command never ran; a draining worker must still run the job it claimed, so it is
+ * started again (a few times at most).
+ */
+class NotStartedError extends Error {
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`the job's process was killed by ${signal} before its command started`);
+  }
+}
+const MAX_NOT_STARTED_TRIES = 10;
+
+let ownComm: string | null | undefined;
+/**
+ * Whether the child `pid` got as far as `exec`, read right after `spawn` returned (libuv returns only
+ * once the child has exec'd or died, and reaps it later, on the event loop): a process's `comm` is
+ * its parent's until exec sets it to the program's name, and a zombie keeps it. Undefined where
+ * /proc cannot tell (another OS, a shell whose name matches ours).
+ */
+function commandStarted(pid: number, shell: string): boolean | undefined {
+  try {
+    ownComm ??= readFileSync('/proc/self/comm', 'utf8').trim();
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    if (path.basename(shell).slice(0, 15) === ownComm) return undefined;
+    return comm !== ownComm;
+  } catch {
+    ownComm ??= null;
+    return undefined;
+  }
+}
+
 function killGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
@@ -180,8 +216,19 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
   const killGraceMs = opts.killGraceMs ?? 5000;
   const maxLineChars = Math.max(1, opts.maxLineChars ?? 32 * 1024);
 
-  return (job: ClaimedJob, ctx: JobContext): Promise<Outputs> =>
-    new Promise<Outputs>((resolve, reject) => {
+  return async (job: ClaimedJob, ctx: JobContext): Promise<Outputs> => {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await runOnce(job, ctx);
+      } catch (err) {
+        if (!(err instanceof NotStartedError) || tries >= MAX_NOT_STARTED_TRIES || ctx.signal.aborted) throw err;
+        ctx.logger.info({ signal: err.signal }, 'the job\'s process was killed before its command started (a signal to the worker\'s process group); starting it again');
+      }
+    }
+  };
+
+  function runOnce(job: ClaimedJob, ctx: JobContext): Promise<Outputs> {
+    return new Promise<Outputs>((resolve, reject) => {
       if (ctx.signal.aborted) return reject(ctx.signal.reason);
       let stderrTail = '';
       let settled = false;
@@ -200,6 +247,7 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
       });
       const pid = child.pid;
       if (pid !== undefined) trackGroup(pid);
+      const started = pid === undefined ? undefined : commandStarted(pid, shell);
 
       // TERM now, KILL after the grace period. The group is watched so that the KILL timer is
       // dropped once the group is gone: by then its id may belong to someone else's group.
@@ -274,11 +322,13 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
           out.end();
           err.end();
           if (ctx.signal.aborted) return settle(() => reject(ctx.signal.reason));
+          if (signal !== null && !terminating && started === false) return settle(() => reject(new NotStartedError(signal)));
           if (code === 0) return settle(() => resolve({ ...ctx.outputs }));
           settle(() => reject(new ShellCommandError(code, signal, stderrTail.slice(-STDERR_TAIL_CHARS))));
         });
       });
     });
+  }
 }
 
 /** The shell handler with default options. */

@@ -405,9 +405,11 @@ async function batchLoop(fleet: Fleet, server: number, claimer: string, labels: 
       if (claims.length === 0 && waitSecs === 0) await sleep(50);
       continue;
     }
-    const reports = claims.map((c) => ({ lease_id: c.lease.lease_id, ...decide(fleet, claimer, c) }));
+    // `claims` is replaced by the answer's new claims below; the reports name the batch they were built from.
+    const batch = claims;
+    const reports = batch.map((c) => ({ lease_id: c.lease.lease_id, ...decide(fleet, claimer, c) }));
     const what = (i: number) => {
-      const j = claims[i]!.job;
+      const j = batch[i]!.job;
       return `${attemptKey({ workflow_id: j.workflow_id, run: j.run_number, job_id: j.job_id, attempt: j.attempt })} by ${claimer}`;
     };
     // The first try claims the next jobs along; a try after one without an answer only reports (what the
@@ -426,10 +428,9 @@ async function batchLoop(fleet: Fleet, server: number, claimer: string, labels: 
         await sleep(100);
       }
     }
-    const sent = claims;
     claims = [];
     if (answer === null) {
-      sent.forEach((_, i) => fleet.lostReports.push(`${what(i)}: report-batch never answered`));
+      batch.forEach((_, i) => fleet.lostReports.push(`${what(i)}: report-batch never answered`));
       continue;
     }
     if (answer.status !== 200 || !Array.isArray(answer.body?.results) || answer.body.results.length !== reports.length) {
