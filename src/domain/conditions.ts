@@ -3,10 +3,9 @@
  * and what happens to the jobs below one that ended. Pure rules; the stores call them with the rows
  * they locked (docs/architecture.md "Conditions").
  */
-import type { JobState } from './types.js';
+import { JOB_CONDITIONS, type JobCondition, type JobState } from './types.js';
 
-export const JOB_CONDITIONS = ['success', 'failure', 'always', 'cancelled'] as const;
-export type JobCondition = (typeof JOB_CONDITIONS)[number];
+export { JOB_CONDITIONS, type JobCondition };
 
 /** How a need ended, as a job sees it in `WEFT_NEEDS_<JOB>_RESULT` (GitHub Actions' `needs.<job>.result`). */
 export type NeedResult = 'success' | 'failure' | 'skipped' | 'cancelled';

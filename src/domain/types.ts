@@ -1,4 +1,6 @@
-import type { JobCondition } from './conditions.js';
+/** A job's `if:` (README "Workflow definitions"); the rules are in conditions.ts. */
+export const JOB_CONDITIONS = ['success', 'failure', 'always', 'cancelled'] as const;
+export type JobCondition = (typeof JOB_CONDITIONS)[number];
 
 /**
  * Pure domain types shared by every layer. No I/O lives here.

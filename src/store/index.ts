@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Store } from './store.js';
+import type { PostgresOptions } from './postgres/options.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export type { Store, StoreReads } from './store.js';
@@ -28,25 +29,8 @@ export function parseDatabaseUrl(url: string | undefined): StoreLocation {
   );
 }
 
-/**
- * The database cannot be reached or did not answer in time: it is restarting, unreachable, out of
- * connections, or a statement ran past its timeout. Nothing is wrong with the request, and asking
- * again later may succeed. An operation that failed this way after its statements were sent may or
- * may not have taken effect; every operation is guarded, so repeating it is safe (a repeated report
- * of a landed completion is refused as `lease_completed`).
- */
-export class StoreUnavailableError extends Error {
-  override name = 'StoreUnavailableError';
-}
-
-export interface PostgresOptions {
-  /** Most connections the pool opens (PG_POOL_MAX). */
-  max?: number;
-  /** Server-side limit per statement, 0 for none (PG_STATEMENT_TIMEOUT_MS). */
-  statementTimeoutMs?: number;
-  /** Limit on opening a connection (PG_CONNECT_TIMEOUT_MS). */
-  connectTimeoutMs?: number;
-}
+export { StoreUnavailableError } from './unavailable.js';
+export type { PostgresOptions } from './postgres/options.js';
 
 export interface OpenStoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';

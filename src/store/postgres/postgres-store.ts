@@ -27,7 +27,7 @@ import type {
 import { settleStrandedRuns } from './failures.js';
 import * as events from './events.js';
 import * as leaseOps from './lease-ops.js';
-import type { PostgresOptions } from '../index.js';
+import type { PostgresOptions } from './options.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import * as retentionOps from './retention-ops.js';

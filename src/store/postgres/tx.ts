@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import postgres from 'postgres';
-import { StoreUnavailableError } from '../index.js';
+import { StoreUnavailableError } from '../unavailable.js';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
 export type Row = Record<string, unknown>;
