@@ -336,24 +336,28 @@ describe('fail', () => {
   });
 
   test('Fixed backoff sets delayed_until_ms and the job is not claimable before it', async () => {
-    const tag = uid('fixed');
-    const wf = await workflow({ j: { run: 'x', labels: [tag], retries: 1, backoff: { fixed: { delay_secs: 1 } } } });
-    await api.run(wf);
-    const c = (await api.claim('w', [tag]))!;
-    const t0 = Date.now();
-    const r = await api.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'e', retryable: true });
-    const t1 = Date.now();
-    assert.ok(r.body.delayed_until_ms >= t0 + 1000 && r.body.delayed_until_ms <= t1 + 1000, JSON.stringify(r.body));
-    const s = await api.jobState(wf, 'j');
-    assert.equal(s.state, 'queued');
-    assert.equal(s.delayed_until_ms, r.body.delayed_until_ms);
-    // Not claimable while delayed (checked only while the delay surely has not passed).
-    const early = await api.claim('w', [tag]);
-    if (Date.now() < r.body.delayed_until_ms) assert.equal(early, null);
-    const later = await until(() => api.claim('w', [tag]), 'the delayed job to become claimable', 5000, 50);
-    assert.ok(Date.now() >= r.body.delayed_until_ms);
-    assert.equal(later.job.attempt, 1);
-    assert.equal(later.job.delayed_until_ms, r.body.delayed_until_ms);
+    // The server's clock is the test's, so "before the delay" holds however slow the machine is.
+    let clock = 1_700_000_000_000;
+    const own = await startInProcess({ now: () => clock });
+    try {
+      const o = client(own.url);
+      await o.createWorkflow({ id: 'fixed', jobs: { j: { run: 'x', retries: 1, backoff: { fixed: { delay_secs: 1 } } } } });
+      await o.run('fixed');
+      const c = (await o.claim('w', []))!;
+      const r = await o.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'e', retryable: true });
+      assert.equal(r.body.delayed_until_ms, clock + 1000, JSON.stringify(r.body));
+      const s = await o.jobState('fixed', 'j');
+      assert.equal(s.state, 'queued');
+      assert.equal(s.delayed_until_ms, clock + 1000);
+      clock += 999;
+      assert.equal(await o.claim('w', []), null, 'claimable 1 ms before its delay ends');
+      clock += 1;
+      const later = (await o.claim('w', []))!;
+      assert.equal(later.job.attempt, 1);
+      assert.equal(later.job.delayed_until_ms, r.body.delayed_until_ms);
+    } finally {
+      await own.close();
+    }
   });
 
   test('Exponential backoff: base_secs * 2^attempt capped at max_secs', async () => {
