@@ -74,8 +74,16 @@ export function client(base: string) {
   };
 }
 
+/**
+ * How long a test waits at least before it declares that something never happened. A deadline only
+ * ends the wait for a failure; it must never decide a verdict on a healthy machine made slow by load
+ * (README "Tests under load"), so a shorter one asked for is raised to this.
+ */
+export const MIN_DEADLINE_MS = 30_000;
+
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
 export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 25): Promise<NonNullable<T>> {
+  timeoutMs = Math.max(timeoutMs, MIN_DEADLINE_MS);
   const deadline = Date.now() + timeoutMs;
   let last: T;
   do {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { MIN_DEADLINE_MS } from './http.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { FastifyInstance } from 'fastify';
 import type { TokenEntry } from '../../src/domain/access.js';
@@ -124,6 +125,7 @@ export function spawnWeft(args: string[], env: Record<string, string | undefined
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
     },
     waitFor(re, timeoutMs = 15_000) {
+      timeoutMs = Math.max(timeoutMs, MIN_DEADLINE_MS);
       return new Promise((resolve, reject) => {
         const check = () => {
           const m = out.match(re);

@@ -12,7 +12,7 @@ import { hashToken, parseTokenHash, type Role, type TokenEntry } from '../../src
 import { routeAccessTable } from '../../src/http/auth.js';
 import { Worker } from '../../src/worker/index.js';
 import { WorkflowClient } from '../../src/client/index.js';
-import { request } from '../helpers/http.js';
+import { request, until } from '../helpers/http.js';
 import { hasPython, spawnPythonWorker } from '../helpers/process.js';
 import { sandbox, serverProcess, spawnWeft, startInProcess, track } from '../helpers/server.js';
 
@@ -147,14 +147,7 @@ test('the SDK client and the embedded Worker send their token; a job runs end to
   t.after(() => worker.stop({ abort: true }));
   await worker.start();
   const reader = new WorkflowClient({ baseUrl: s.url, token: TOKENS.read });
-  const deadline = Date.now() + 10_000;
-  let state = '';
-  while (Date.now() < deadline) {
-    state = (await reader.getStatus('sdk')).status;
-    if (state === 'success') break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.equal(state, 'success');
+  await until(async () => (await reader.getStatus('sdk')).status === 'success', 'the run to succeed', 60_000, 50);
   // A read token cannot start a run.
   await assert.rejects(reader.runWorkflow('sdk'), (err: any) => err.status === 403 && err.error === 'forbidden');
   // A worker without a token is refused at registration, with the reason.
@@ -253,12 +246,9 @@ test('examples/python-worker sends WEFT_TOKEN and keeps it from its jobs', { ski
   assert.equal((await request('POST', `${s.url}/api/workflows/py/run`, undefined, admin)).status, 202);
   const py = spawnPythonWorker(t, { SERVER_URL: s.url, WORKER_ID: 'py-tok', WEFT_TOKEN: TOKENS.worker, POLL_SECS: '0.2' });
   const reader = new WorkflowClient({ baseUrl: s.url, token: TOKENS.read });
-  const deadline = Date.now() + 15_000;
   let doc = await reader.getStatus('py');
-  while (doc.status !== 'success' && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 100));
-    doc = await reader.getStatus('py');
-  }
-  assert.equal(doc.status, 'success', py.output());
+  await until(async () => (doc = await reader.getStatus('py')).status === 'success', 'the run to succeed', 60_000, 100).catch((err: Error) => {
+    throw new Error(`${err.message}; worker output:\n${py.output()}`);
+  });
   assert.deepEqual(doc.jobs.find((j) => j.id === 'a')?.outputs, { seen: 'none' });
 });

@@ -251,9 +251,9 @@ describe('MAX_STREAMS', () => {
     assert.equal(refused.length, 1900);
     for (const s of refused) await assertRefused(s!);
 
-    const start = Date.now();
+    // Responsive: answered while 100 streams are held open, rather than queued behind them (which
+    // would never end). No bound on how fast: a busy machine may be slow without being wrong.
     const health = await client(server.url).get('/healthz');
     assert.equal(health.status, 200);
-    assert.ok(Date.now() - start < 1000, `healthz took ${Date.now() - start} ms`);
   });
 });

@@ -779,7 +779,8 @@ test('three API_ONLY servers, two schedulers and twenty claimers on one PostgreS
   const stopping = Date.now();
   for (const d of daemons) d.kill('SIGTERM');
   const daemonCodes = await Promise.all(daemons.map((d) => d.exited));
-  assert.ok(Date.now() - stopping < 10_000, `the servers and schedulers took ${Date.now() - stopping} ms to stop`);
+  // A close waiting on a connection would never end; 30 s leaves a busy machine room past the 5 s grace.
+  assert.ok(Date.now() - stopping < 30_000, `the servers and schedulers took ${Date.now() - stopping} ms to stop`);
   assert.deepEqual(daemonCodes, daemons.map(() => 0), 'every server and scheduler exits 0 on SIGTERM');
   t.diagnostic(`stopped ${Date.now() - t0} ms after the start`);
 

@@ -462,11 +462,10 @@ test('API_ONLY server + `weft scheduler`: no reaping without the scheduler; the 
     100,
   );
 
-  // A heartbeat on the expired lease answers 409 at once, and settles that one job.
-  const t0 = Date.now();
+  // A heartbeat on the expired lease answers 409 (with no reaper, nothing else would ever end it),
+  // and settles that one job.
   const hb = await api.post(`/api/jobs/${touchedLease.lease.lease_id}/heartbeat`);
   assert.equal(hb.status, 409, hb.text);
-  assert.ok(Date.now() - t0 < 1000, 'the 409 comes at once');
   const touched = await api.jobState('split', 'touched');
   assert.equal(touched.state, 'queued');
   assert.equal(touched.attempt, 1);

@@ -98,7 +98,8 @@ test('postgres outage: a database that cannot be reached fails at open with a me
     assert.match(err.message, /^cannot open PostgreSQL database postgres:\/\/postgres@127\.0\.0\.1:\d+\/nothing: database unavailable: no connection \(ECONNREFUSED\)/);
     return true;
   });
-  assert.ok(Date.now() - started < 5000, `refused within ${Date.now() - started} ms`);
+  // Refused, not retried for ever: a bound far above the 500 ms connect timeout, so load cannot reach it.
+  assert.ok(Date.now() - started < 30_000, `refused within ${Date.now() - started} ms`);
 });
 
 /**
