@@ -41,9 +41,15 @@ async function server(t: TestContext, url: string, opts: { reapIntervalMs?: numb
 
 async function pair(t: TestContext, opts: { reapIntervalMs?: number } = {}) {
   const db = await createDatabase();
-  t.after(() => db.drop());
-  const a = await server(t, db.url, opts);
-  const b = await server(t, db.url);
+  // `after` hooks run in the order they were added: the servers close first, then the database is
+  // dropped. Dropped under them, their reaper and listener would chase it for ever.
+  let servers;
+  try {
+    servers = [await server(t, db.url, opts), await server(t, db.url)] as const;
+  } finally {
+    t.after(() => db.drop());
+  }
+  const [a, b] = servers;
   return { db, a, b };
 }
 
