@@ -33,6 +33,15 @@ module.exports = {
       ...layer('worker', ['domain', 'protocol', 'client', 'util', 'version']),
       to: { path: '^src/', pathNot: ['^src/(worker|domain|protocol|client|util)/', '^src/version\\.ts$', '^src/runtime/(env|logger)\\.ts$'] },
     },
+    {
+      name: 'worker-parts-see-seams-only',
+      comment:
+        "The worker's parts get what they use of the Worker through src/worker/seams.ts, never the Worker itself " +
+        '(docs/architecture.md "The worker"); only its entries, index.ts and the `weft worker` command, import worker.ts.',
+      severity: 'error',
+      from: { path: '^src/worker/', pathNot: '^src/worker/(index|command|worker)\\.ts$' },
+      to: { path: '^src/worker/worker\\.ts$' },
+    },
     layer('runtime', ['domain', 'definitions', 'protocol', 'store', 'engine', 'http', 'util', 'version']),
     layer('dashboard', ['protocol', 'domain']),
   ],

@@ -1,6 +1,7 @@
 import type { ClaimResult } from '../protocol/types.js';
 
-export interface ClaimAsk {
+/** A WorkerClaim with its labels normalized and the most jobs it takes: what is tried, or waits here. */
+export interface NormalizedClaim {
   worker_id: string;
   /** Normalized: waiters with the same labels queue together. */
   labels: string[];
@@ -9,7 +10,7 @@ export interface ClaimAsk {
 }
 
 interface Waiter {
-  ask: ClaimAsk;
+  ask: NormalizedClaim;
   signal?: AbortSignal;
   resolve: (claims: ClaimResult[]) => void;
   timer: NodeJS.Timeout;
@@ -37,7 +38,7 @@ export class ClaimWaiters {
 
   constructor(
     /** One claim attempt; [] when nothing fits. */
-    private readonly tryClaim: (ask: ClaimAsk) => Promise<ClaimResult[]>,
+    private readonly tryClaim: (ask: NormalizedClaim) => Promise<ClaimResult[]>,
     private readonly sweepEveryMs = 1000,
   ) {}
 
@@ -48,7 +49,7 @@ export class ClaimWaiters {
   }
 
   /** Waits until claims are granted (resolves with them) or the wait ends (resolves with []). */
-  wait(ask: ClaimAsk, waitMs: number, signal?: AbortSignal): Promise<ClaimResult[]> {
+  wait(ask: NormalizedClaim, waitMs: number, signal?: AbortSignal): Promise<ClaimResult[]> {
     if (signal?.aborted) return Promise.resolve([]);
     return new Promise((resolve) => {
       const key = JSON.stringify(ask.labels);

@@ -22,8 +22,8 @@ import type { JobChange, LeaseRefusal, StoreReads, WorkflowRecord } from '../sto
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
-import type { ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
-import { ClaimWaiters, type ClaimAsk } from './claim-waiters.js';
+import type { ClaimWait, EngineEvents, EngineOptions, WorkerClaim } from './types.js';
+import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
@@ -36,7 +36,7 @@ import { QueuedRuns } from './queued-runs.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
-export type { AttemptEvent, ClaimRequest, ClaimWait, EngineEvents, EngineOptions } from './types.js';
+export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, WorkerClaim } from './types.js';
 
 const REAP_BATCH = 500;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
@@ -222,7 +222,7 @@ export class Engine extends EngineReads {
   // ---------------------------------------------------------------- worker protocol
 
   /** Atomically hands the oldest claimable job that fits the worker's labels to it, or null. */
-  async claim(req: ClaimRequest, wait: ClaimWait = {}): Promise<ClaimResult | null> {
+  async claim(req: WorkerClaim, wait: ClaimWait = {}): Promise<ClaimResult | null> {
     return (await this.claimMany(req, 1, wait))[0] ?? null;
   }
 
@@ -231,14 +231,14 @@ export class Engine extends EngineReads {
    * that finds nothing waits for a job to become claimable until then (long poll), and answers [] at
    * the deadline or when `signal` aborts.
    */
-  async claimMany(req: ClaimRequest, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
+  async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
     const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max };
     const now = await this.claimOnce(ask);
     if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return now;
     return this.waiters.wait(ask, wait.waitMs, wait.signal);
   }
 
-  private async claimOnce(ask: ClaimAsk): Promise<ClaimResult[]> {
+  private async claimOnce(ask: NormalizedClaim): Promise<ClaimResult[]> {
     const now = this.now();
     const keys = await this.labelSets.keysFitting(ask.labels, now);
     if (keys.length === 0) {

@@ -30,7 +30,11 @@ export type AttemptEvent =
   /** It outlived its timeout_secs, found by the reaper or by a call on its lease. */
   | { kind: 'timed_out'; job: JobRecord };
 
-export interface ClaimRequest {
+/**
+ * A worker's claim as the engine takes it (from the wire's ClaimRequest, src/protocol/types.ts): who
+ * claims, with the labels it has, for leases of how long.
+ */
+export interface WorkerClaim {
   worker_id: string;
   labels: string[];
   lease_ttl_secs?: number;

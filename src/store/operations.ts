@@ -169,7 +169,11 @@ export interface StartRunRequest {
   rerun_of?: number | null;
 }
 
-export interface ClaimRequest {
+/**
+ * What the engine has the store claim, all decided already: which label keys fit the worker, the
+ * lease ids to hand out, and the clock.
+ */
+export interface StoreClaim {
   worker_id: string;
   /** The worker's labels (normalized), recorded on the worker row. */
   worker_labels: readonly string[];

@@ -16,7 +16,7 @@ import type {
 } from './records.js';
 import type {
   CancelRunOutcome,
-  ClaimRequest,
+  StoreClaim,
   Claimed,
   CompleteOutcome,
   DeleteLimits,
@@ -145,7 +145,7 @@ export interface Store {
 
   // the worker protocol
   /** Hands out up to `max` claimable jobs that fit, each exactly once, with a lease each; [] if none. */
-  claim(req: ClaimRequest): Promise<Claimed[]>;
+  claim(req: StoreClaim): Promise<Claimed[]>;
   /**
    * Hands leases back unused: each job whose lease is still active goes back to `queued` with the same
    * attempt and place in the queue (its ready_at_ms is unchanged), and the lease becomes `released`.

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
 import { createLogger, flushLogs, logFormatFrom, type LogFormat } from '../runtime/logger.js';
 import { createShellHandler } from './shell.js';
-import { defaultWorkerId } from './helpers.js';
+import { defaultWorkerId } from './worker-id.js';
 import { Worker } from './worker.js';
 import { labelProblem, MAX_LABELS } from '../domain/labels.js';
 

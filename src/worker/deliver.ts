@@ -1,8 +1,10 @@
 /** A result report (complete or fail) on the interface's one-job endpoints. */
 import { sleep } from '../util/sleep.js';
-import { backoffMs, describe, now, reportRefusal, type Delivery, type Outcome } from './helpers.js';
-import type { JobRun } from './job-run.js';
-import type { Worker } from './worker.js';
+import { describe } from './answers.js';
+import type { Outcome } from './outcome.js';
+import { reportRefusal, type Delivery } from './report-answer.js';
+import type { ReportChannel, ReportedRun } from './seams.js';
+import { backoffMs, now } from './timing.js';
 
 /** Where a report stands when it moves from one way of sending to another. */
 export interface ReportState {
@@ -16,8 +18,8 @@ export interface ReportState {
  * before each try; `interrupt` ends a wait between tries), or `deadline` passes.
  */
 export async function deliverOne(
-  worker: Worker,
-  run: JobRun,
+  channel: ReportChannel,
+  run: ReportedRun,
   outcome: Outcome,
   stopWhy: () => string | null,
   interrupt: AbortSignal,
@@ -29,8 +31,8 @@ export async function deliverOne(
     if (why !== null) return { kind: 'lost', detail: why };
     try {
       const res = outcome.ok
-        ? await worker.client.complete(run.lease.lease_id, outcome.outputs)
-        : await worker.client.fail(run.lease.lease_id, outcome.error, outcome.retryable);
+        ? await channel.client.complete(run.lease.lease_id, outcome.outputs)
+        : await channel.client.fail(run.lease.lease_id, outcome.error, outcome.retryable);
       return { kind: 'landed', status: res.status };
     } catch (err) {
       const refusal = reportRefusal(err, outcome, run.job, state.transientSeen);
@@ -39,7 +41,7 @@ export async function deliverOne(
         return refusal.delivery;
       }
       state.transientSeen = true;
-      const wait = backoffMs(state.failures, worker.maxBackoffMs, 250);
+      const wait = backoffMs(state.failures, channel.maxBackoffMs, 250);
       const over = pastHope(run, err, wait, deadline);
       if (over) return over;
       run.log.warn({ err: describe(err), retry_in_ms: Math.round(wait) }, `could not report the ${outcome.ok ? 'result' : 'failure'}; retrying`);
@@ -52,7 +54,7 @@ export async function deliverOne(
  * After a transient failure of a report, before waiting `wait` for the next try: how the report ends
  * instead, if its lease ran out meanwhile or the wait would take it past its deadline.
  */
-export function pastHope(run: JobRun, err: unknown, wait: number, deadline: number): Delivery | null {
+export function pastHope(run: ReportedRun, err: unknown, wait: number, deadline: number): Delivery | null {
   if (run.leaseExpired()) {
     const detail = `the result could not be reported before the lease expired (last error: ${describe(err)})`;
     run.loseLease(detail);

@@ -1,7 +1,9 @@
 /** The embeddable worker and the shell handler `weft worker` runs. */
 export { Worker } from './worker.js';
 export { PermanentError, JobAbortedError } from './types.js';
-export { parseSetOutput, truncateError, isTransient, defaultWorkerId, MAX_ERROR_CHARS } from './helpers.js';
+export { parseSetOutput, truncateError, MAX_ERROR_CHARS } from './outcome.js';
+export { isTransient } from './answers.js';
+export { defaultWorkerId } from './worker-id.js';
 export type {
   WorkerOptions,
   WorkerEvents,

@@ -4,12 +4,14 @@ import type { WorkflowApiError } from '../client/client.js';
 import type { LogStream, Outputs } from '../domain/types.js';
 import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/types.js';
 import { sleep } from '../util/sleep.js';
-import { backoffMs, describe, isLeaseOver, now, outcomeOf, parseSetOutput, type Outcome } from './helpers.js';
+import { describe, isLeaseOver, outcomeOf } from './answers.js';
 import { LogSender } from './log-sender.js';
+import { parseSetOutput, type Outcome } from './outcome.js';
+import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.js';
+import { backoffMs, now } from './timing.js';
 import { JobAbortedError, type AbortReason, type JobContext } from './types.js';
-import type { Worker } from './worker.js';
 
-export class JobRun {
+export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   readonly job: ClaimedJob;
   readonly lease: LeaseView;
   readonly log: Logger;
@@ -34,7 +36,8 @@ export class JobRun {
   private ownLoops = false;
 
   constructor(
-    readonly worker: Worker,
+    /** What the attempt uses of its worker: settings and the per-lease server calls. */
+    readonly worker: RunSettings,
     claim: ClaimResult,
     claimSentAt: number,
   ) {

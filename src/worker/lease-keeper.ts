@@ -5,28 +5,23 @@
  * means the lease is lost.
  */
 import type { HeartbeatBatchResponse } from '../protocol/types.js';
-import { backoffMs, describe, elementError, isLeaseOver, lacksBatches, MAX_BATCH, now, Wakeup } from './helpers.js';
-import type { JobRun } from './job-run.js';
-import type { Worker } from './worker.js';
+import { describe, isLeaseOver } from './answers.js';
+import { elementError, lacksBatches, MAX_BATCH } from './batching.js';
+import type { KeptLease, LeaseKeeperContext } from './seams.js';
+import { backoffMs, now, Wakeup } from './timing.js';
 
-export class LeaseKeeper {
-  private readonly runs = new Set<JobRun>();
+/** `R`: the worker's job attempts, handed back as they are when the keeper gives them up. */
+export class LeaseKeeper<R extends KeptLease> {
+  private readonly runs = new Set<R>();
   private looping = false;
   private failures = 0;
   private readonly wakeup = new Wakeup();
   /** The renewal in flight; aborted when no job is left to renew or the jobs are handed over. */
   private inFlight: AbortController | null = null;
 
-  constructor(
-    private readonly worker: Worker,
-    /**
-     * Its answer is also how a cancel is found, so the renewal runs at least as often as the
-     * cancellation poll it replaces.
-     */
-    private readonly everyMs: number,
-  ) {}
+  constructor(private readonly ctx: LeaseKeeperContext) {}
 
-  add(run: JobRun): void {
+  add(run: R): void {
     this.runs.add(run);
     if (!this.looping) {
       this.looping = true;
@@ -34,13 +29,13 @@ export class LeaseKeeper {
     }
   }
 
-  delete(run: JobRun): void {
+  delete(run: R): void {
     this.runs.delete(run);
     if (this.runs.size === 0) this.quiet();
   }
 
   /** Gives every job back (to heartbeat on its own) and stops renewing. */
-  handOver(): JobRun[] {
+  handOver(): R[] {
     const runs = [...this.runs];
     this.runs.clear();
     this.quiet();
@@ -53,7 +48,7 @@ export class LeaseKeeper {
   }
 
   private async loop(): Promise<void> {
-    const every = this.everyMs;
+    const every = this.ctx.everyMs;
     try {
       while (this.runs.size > 0) {
         const dueAt = now() + (this.failures === 0 ? every : Math.min(every, backoffMs(this.failures - 1, every, 250)));
@@ -79,31 +74,31 @@ export class LeaseKeeper {
       this.failures++;
       return;
     }
-    if (this.failures > 0) this.worker.logger.info({ failed_attempts: this.failures }, 'lease renewal got through again');
+    if (this.failures > 0) this.ctx.logger.info({ failed_attempts: this.failures }, 'lease renewal got through again');
     this.failures = 0;
   }
 
-  private async renewSome(due: JobRun[]): Promise<'renewed' | 'failed' | 'dropped'> {
+  private async renewSome(due: R[]): Promise<'renewed' | 'failed' | 'dropped'> {
     const sentAt = now();
     // An answer after the next heartbeat was due, or after every lease ran out, is no use.
     const latest = Math.max(...due.map((r) => r.leaseExpiresAt));
-    const timeoutMs = Math.max(1, Math.min(this.worker.heartbeatMs, latest - sentAt));
+    const timeoutMs = Math.max(1, Math.min(this.ctx.heartbeatMs, latest - sentAt));
     const ctl = new AbortController();
     this.inFlight = ctl;
     let res: HeartbeatBatchResponse;
     try {
-      res = await this.worker.client.heartbeatBatch(
+      res = await this.ctx.client.heartbeatBatch(
         due.map((r) => r.lease.lease_id),
         { timeoutMs, signal: ctl.signal },
       );
     } catch (err) {
       if (ctl.signal.aborted) return 'dropped';
       if (lacksBatches(err)) {
-        this.worker.dropBatches(err);
+        this.ctx.noBatches(err);
         return 'dropped';
       }
       const left = Math.min(...due.map((r) => r.leaseExpiresAt)) - now();
-      this.worker.logger.warn(
+      this.ctx.logger.warn(
         { err: describe(err), leases: due.length, lease_left_ms: Math.max(0, Math.round(left)) },
         'lease renewal failed; will retry',
       );
@@ -112,7 +107,7 @@ export class LeaseKeeper {
       if (this.inFlight === ctl) this.inFlight = null;
     }
     if (!Array.isArray(res?.results)) {
-      this.worker.logger.warn({ leases: due.length }, 'the lease renewal answer has no results; will retry');
+      this.ctx.logger.warn({ leases: due.length }, 'the lease renewal answer has no results; will retry');
       return 'failed';
     }
     const answers = new Map(res.results.map((r) => [r.lease_id, r]));

@@ -1,8 +1,9 @@
 /** A job attempt's log shipping: buffered, batched, in order, bounded while the server is away. */
 import type { LogStream } from '../domain/types.js';
 import type { IncomingLogChunk } from '../protocol/types.js';
-import { backoffMs, describe, isLeaseOver, isTransient, now, Wakeup } from './helpers.js';
-import type { JobRun } from './job-run.js';
+import { describe, isLeaseOver, isTransient } from './answers.js';
+import type { LogSenderRun } from './seams.js';
+import { backoffMs, now, Wakeup } from './timing.js';
 
 /** A chunk never holds more than this; longer text is split. */
 const MAX_CHUNK_CHARS = 32 * 1024;
@@ -46,7 +47,7 @@ export class LogSender {
   private readonly progress = new Wakeup();
   private readonly closer = new AbortController();
 
-  constructor(private readonly run: JobRun) {}
+  constructor(private readonly run: LogSenderRun) {}
 
   push(data: string, stream: LogStream): void {
     if (this.closed) return;

@@ -6,17 +6,20 @@
  * meets the 409 its own earlier try caused.
  */
 import type { Report, ReportBatchResponse } from '../protocol/types.js';
+import { describe, isTransient } from './answers.js';
+import { elementError, lacksBatches } from './batching.js';
 import { deliverOne, pastHope, type ReportState } from './deliver.js';
-import { backoffMs, describe, elementError, isTransient, lacksBatches, now, reportRefusal, Wakeup, type Delivery, type Outcome } from './helpers.js';
-import type { JobRun } from './job-run.js';
-import type { Worker } from './worker.js';
+import type { Outcome } from './outcome.js';
+import { reportRefusal, type Delivery } from './report-answer.js';
+import type { ReportBatcherContext, ReportedRun } from './seams.js';
+import { backoffMs, now, Wakeup } from './timing.js';
 
 /** Bounds of one request, well inside the server's (1000 reports, a 1 MB body by default). */
 const MAX_REPORTS = 500;
 const MAX_BATCH_CHARS = 256 * 1024;
 
 interface Pending {
-  run: JobRun;
+  run: ReportedRun;
   outcome: Outcome;
   report: Report;
   chars: number;
@@ -36,10 +39,10 @@ export class ReportBatcher {
   private readonly wakeup = new Wakeup();
   private readonly poke = () => this.wakeup.poke();
 
-  constructor(private readonly worker: Worker) {}
+  constructor(private readonly ctx: ReportBatcherContext) {}
 
   /** Same contract as {@link deliverOne}. */
-  submit(run: JobRun, outcome: Outcome, stopWhy: () => string | null, interrupt: AbortSignal, deadline = Infinity): Promise<Delivery> {
+  submit(run: ReportedRun, outcome: Outcome, stopWhy: () => string | null, interrupt: AbortSignal, deadline = Infinity): Promise<Delivery> {
     const report: Report = outcome.ok
       ? { lease_id: run.lease.lease_id, outcome: 'complete', outputs: outcome.outputs }
       : { lease_id: run.lease.lease_id, outcome: 'fail', error: outcome.error, retryable: outcome.retryable };
@@ -85,7 +88,7 @@ export class ReportBatcher {
       for (;;) {
         this.sweep();
         if (this.queue.length === 0) return;
-        if (!this.worker.batching) {
+        if (!this.ctx.batching()) {
           for (const p of this.queue.splice(0)) this.single(p);
           return;
         }
@@ -131,23 +134,20 @@ export class ReportBatcher {
 
   /** From here on the report goes through the one-job endpoint, where it started. */
   private single(p: Pending): void {
-    void deliverOne(this.worker, p.run, p.outcome, p.stopWhy, p.interrupt, p.deadline, p.state).then(p.resolve);
+    void deliverOne(this.ctx, p.run, p.outcome, p.stopWhy, p.interrupt, p.deadline, p.state).then(p.resolve);
   }
 
   private async send(batch: Pending[]): Promise<void> {
-    const w = this.worker;
-    const slots = w.reserveSlots(batch.length);
+    const w = this.ctx;
+    const along = w.claimAlong(batch.length);
     const sentAt = now();
     let res: ReportBatchResponse;
     try {
-      res = await w.client.reportBatch(
-        batch.map((p) => p.report),
-        slots > 0 ? w.claimRequest(slots, 0) : undefined,
-      );
+      res = await w.client.reportBatch(batch.map((p) => p.report), along?.request);
     } catch (err) {
-      w.releaseSlots(slots);
+      along?.release();
       if (lacksBatches(err)) {
-        w.dropBatches(err);
+        w.noBatches(err);
         for (const p of batch) this.single(p);
       } else if (isTransient(err)) {
         this.retryLater(batch, err);
@@ -158,7 +158,7 @@ export class ReportBatcher {
       }
       return;
     }
-    w.releaseSlots(slots);
+    along?.release();
     if (!Array.isArray(res?.results)) {
       w.logger.warn({ reports: batch.length }, 'the report batch answer has no results; sending its reports one by one');
       for (const p of batch) {
@@ -193,12 +193,12 @@ export class ReportBatcher {
     }
     if (again.length > 0) this.retryLater(again, lastErr);
     // A job claimed while stopping is run all the same: its lease is ours.
-    w.startClaims(Array.isArray(res.claims) ? res.claims : [], sentAt);
+    w.claimed(Array.isArray(res.claims) ? res.claims : [], sentAt);
   }
 
   /** Back in the queue after a transient failure, all of them due again after one backoff. */
   private retryLater(batch: Pending[], err: unknown): void {
-    const wait = backoffMs(this.failures++, this.worker.maxBackoffMs, 250);
+    const wait = backoffMs(this.failures++, this.ctx.maxBackoffMs, 250);
     const readyAt = now() + wait;
     let kept = 0;
     for (const p of batch) {
@@ -214,7 +214,7 @@ export class ReportBatcher {
       kept++;
     }
     if (kept > 0) {
-      this.worker.logger.warn({ err: describe(err), reports: kept, retry_in_ms: Math.round(wait) }, 'could not send results; retrying');
+      this.ctx.logger.warn({ err: describe(err), reports: kept, retry_in_ms: Math.round(wait) }, 'could not send results; retrying');
     }
   }
 }

@@ -10,7 +10,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { envNamePart } from '../domain/conditions.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
-import { MAX_ERROR_CHARS } from './helpers.js';
+import { MAX_ERROR_CHARS } from './outcome.js';
 import type { JobContext, JobHandler } from './types.js';
 
 export interface ShellHandlerOptions {

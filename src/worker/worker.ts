@@ -9,6 +9,9 @@
  * request that also claims the next jobs (./report-batcher.ts). A server without them answers 404,
  * and the worker then keeps to the one-job calls for good.
  *
+ * Its parts get what they use of it through the narrow views of ./seams.ts (docs/architecture.md
+ * "The worker"), built here from its settings and private methods; none of them imports this file.
+ *
  * `weft worker` is this class with the shell handler of ./shell.ts.
  */
 import { EventEmitter } from 'node:events';
@@ -16,60 +19,19 @@ import { pino, type Logger } from 'pino';
 import { WorkflowClient } from '../client/client.js';
 import type { BatchClaimRequest, ClaimResult } from '../protocol/types.js';
 import { sleep } from '../util/sleep.js';
+import { describe, isTransient, refusesLongPoll } from './answers.js';
+import { lacksBatches, MAX_BATCH } from './batching.js';
 import { deliverOne } from './deliver.js';
-import {
-  backoffMs,
-  defaultWorkerId,
-  describe,
-  errorText,
-  isRetryable,
-  isTransient,
-  lacksBatches,
-  MAX_BATCH,
-  normalizeOutputs,
-  now,
-  refusesLongPoll,
-  truncateError,
-  Wakeup,
-  type Delivery,
-  type Outcome,
-} from './helpers.js';
-import { afterAbort, report } from './job-result.js';
+import { afterAbort, report, type Settlement } from './job-result.js';
 import { JobRun } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { checkOptions } from './options.js';
+import { errorText, isRetryable, normalizeOutputs, truncateError, type Outcome } from './outcome.js';
 import { ReportBatcher } from './report-batcher.js';
+import type { ClaimAlong, Deliver, ReportChannel, RunSettings, Settling } from './seams.js';
+import { backoffMs, now, Wakeup } from './timing.js';
 import type { JobHandler, WorkerEvents, WorkerOptions, WorkerStats } from './types.js';
-
-/** The options' timings in milliseconds, checked; a bad value throws a RangeError naming it. */
-function checkOptions(opts: WorkerOptions) {
-  if (typeof opts.handler !== 'function') throw new TypeError('Worker: `handler` must be a function');
-  const ttl = opts.leaseTtlSecs ?? 30;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > 86_400) throw new RangeError(`Worker: leaseTtlSecs must be an integer 1..86400, got ${ttl}`);
-  const hb = opts.heartbeatSecs ?? ttl / 3;
-  if (!(hb > 0 && hb < ttl)) throw new RangeError(`Worker: heartbeatSecs must be above 0 and below leaseTtlSecs (${ttl}), got ${hb}`);
-  const positive = (name: string, v: number) => {
-    if (!(Number.isFinite(v) && v > 0)) throw new RangeError(`Worker: ${name} must be a positive number, got ${v}`);
-    return v;
-  };
-  const concurrency = opts.concurrency ?? 1;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`Worker: concurrency must be a positive integer, got ${concurrency}`);
-  const longPollSecs = opts.longPollSecs ?? 20;
-  if (!(Number.isFinite(longPollSecs) && longPollSecs >= 0 && longPollSecs <= 60)) {
-    throw new RangeError(`Worker: longPollSecs must be 0..60, got ${longPollSecs}`);
-  }
-  return {
-    leaseTtlSecs: ttl,
-    heartbeatMs: hb * 1000,
-    pollMs: positive('pollSecs', opts.pollSecs ?? 2) * 1000,
-    longPollSecs,
-    concurrency,
-    cancelPollMs: positive('cancelPollSecs', opts.cancelPollSecs ?? 2) * 1000,
-    maxBackoffMs: positive('maxBackoffSecs', opts.maxBackoffSecs ?? 15) * 1000,
-    logFlushMs: Math.max(0, opts.logFlushMs ?? 250),
-    logDrainMs: Math.max(0, opts.logDrainSecs ?? 10) * 1000,
-    abortGraceMs: Math.max(0, opts.abortGraceMs ?? 10_000),
-  };
-}
+import { defaultWorkerId } from './worker-id.js';
 
 /** How long a claim in flight at stop() may still bring its answer (see claimController). */
 const CLAIM_ANSWER_GRACE_MS = 250;
@@ -82,25 +44,25 @@ export class Worker extends EventEmitter<WorkerEvents> {
   readonly leaseTtlSecs: number;
   readonly concurrency: number;
   readonly logger: Logger;
-  /** @internal */ readonly heartbeatMs: number;
-  /** @internal */ readonly pollMs: number;
+  private readonly pollMs: number;
   /** 0 once the server turned long polls down (it predates them). */
   private longPollSecs: number;
-  /** @internal */ readonly cancelPollMs: number;
-  /** @internal */ readonly maxBackoffMs: number;
-  /** @internal */ readonly logFlushMs: number;
-  /** @internal */ readonly logDrainMs: number;
-  /** @internal */ readonly abortGraceMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly abortGraceMs: number;
   private readonly handler: JobHandler;
+  /** What each job attempt uses of the worker. */
+  private readonly runSettings: RunSettings;
+  /** What a finished job's report uses of the worker. */
+  private readonly settling: Settling;
 
-  /** @internal */ readonly counters = { claimed: 0, succeeded: 0, failed: 0, abandoned: 0 };
+  private readonly counters = { claimed: 0, succeeded: 0, failed: 0, abandoned: 0 };
   private readonly running = new Set<JobRun>();
   private readonly jobs = new Set<Promise<void>>();
   /** Slots that claims in flight may fill: counted as taken, so that two claims never overfill. */
   private reserved = 0;
   /** False with one slot (nothing to batch), and for good once the server turned batches down. */
   private useBatches: boolean;
-  private readonly keeper: LeaseKeeper;
+  private readonly keeper: LeaseKeeper<JobRun>;
   private readonly reporter: ReportBatcher;
   private readonly stopController = new AbortController();
   /**
@@ -120,13 +82,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
     super();
     const o = checkOptions(opts);
     this.leaseTtlSecs = o.leaseTtlSecs;
-    this.heartbeatMs = o.heartbeatMs;
     this.pollMs = o.pollMs;
     this.longPollSecs = o.longPollSecs;
-    this.cancelPollMs = o.cancelPollMs;
     this.maxBackoffMs = o.maxBackoffMs;
-    this.logFlushMs = o.logFlushMs;
-    this.logDrainMs = o.logDrainMs;
     this.abortGraceMs = o.abortGraceMs;
     this.concurrency = o.concurrency;
     this.useBatches = o.concurrency > 1;
@@ -142,8 +100,28 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.labels = [...(opts.labels ?? [])];
     this.logger = (opts.logger ?? pino({ name: 'weft-worker', level: 'info' })).child({ worker_id: this.workerId });
     this.handler = opts.handler;
-    this.keeper = new LeaseKeeper(this, Math.min(this.heartbeatMs, this.cancelPollMs));
-    this.reporter = new ReportBatcher(this);
+    const { client, workerId, logger, maxBackoffMs } = this;
+    const { heartbeatMs, cancelPollMs } = o;
+    this.runSettings = { client, workerId, logger, heartbeatMs, cancelPollMs, logFlushMs: o.logFlushMs, maxBackoffMs };
+    // A report goes through report-batch while batching, else (and for good once the server turned
+    // batches down) through the one-job endpoint.
+    const channel: ReportChannel = { client, maxBackoffMs };
+    const deliver: Deliver = (run, outcome, stopWhy, interrupt, deadline = Infinity) =>
+      this.useBatches
+        ? this.reporter.submit(run, outcome, stopWhy, interrupt, deadline)
+        : deliverOne(channel, run, outcome, stopWhy, interrupt, deadline);
+    this.settling = { deliver, logDrainMs: o.logDrainMs, abortGraceMs: o.abortGraceMs };
+    const noBatches = (err: unknown) => this.dropBatches(err);
+    this.keeper = new LeaseKeeper({ client, logger, heartbeatMs, everyMs: Math.min(heartbeatMs, cancelPollMs), noBatches });
+    this.reporter = new ReportBatcher({
+      client,
+      logger,
+      maxBackoffMs,
+      batching: () => this.useBatches,
+      claimAlong: (reporting) => this.claimAlong(reporting),
+      claimed: (claims, sentAt) => this.startClaims(claims, sentAt),
+      noBatches,
+    });
   }
 
   get stats(): WorkerStats {
@@ -153,11 +131,6 @@ export class Worker extends EventEmitter<WorkerEvents> {
   /** True after `stop()` was called. */
   get stopping(): boolean {
     return this.stopController.signal.aborted;
-  }
-
-  /** @internal True while claims, reports and lease renewals go through the batch endpoints. */
-  get batching(): boolean {
-    return this.useBatches;
   }
 
   /**
@@ -171,8 +144,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     return this.startPromise;
   }
 
-  /** @internal Emits an event; a listener that throws is logged and must not break the worker. */
-  notify<K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]): void {
+  /** Emits an event; a listener that throws is logged and must not break the worker. */
+  private notify<K extends keyof WorkerEvents>(event: K, ...args: WorkerEvents[K]): void {
     try {
       (this.emit as (event: K, ...args: WorkerEvents[K]) => boolean)(event, ...args);
     } catch (err) {
@@ -234,8 +207,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
 
   // ------------------------------------------------------------------------------ batch bookkeeping
 
-  /** @internal The server has no batch endpoints: every part of the worker uses the one-job calls from now on. */
-  dropBatches(err: unknown): void {
+  /** The server has no batch endpoints: every part of the worker uses the one-job calls from now on. */
+  private dropBatches(err: unknown): void {
     if (!this.useBatches) return;
     this.useBatches = false;
     this.logger.info({ err: describe(err) }, 'the server has no batch endpoints; using the one-job calls');
@@ -244,34 +217,36 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.wakeup.poke();
   }
 
-  /** @internal A claim request for `max` jobs (at most {@link MAX_BATCH}); `waitSecs` > 0 makes it a long poll. */
-  claimRequest(max: number, waitSecs: number): BatchClaimRequest {
+  /** A claim request for `max` jobs (at most {@link MAX_BATCH}); `waitSecs` > 0 makes it a long poll. */
+  private claimRequest(max: number, waitSecs: number): BatchClaimRequest {
     const req: BatchClaimRequest = { worker_id: this.workerId, labels: this.labels, lease_ttl_secs: this.leaseTtlSecs, max_jobs: max };
     if (waitSecs > 0) req.wait_secs = waitSecs;
     return req;
   }
 
   /**
-   * @internal How many jobs a report of `reporting` finished jobs may claim along (0: none), counted
-   * as taken until {@link releaseSlots}.
+   * The claim a report of `reporting` finished jobs may send along (null: none), for the slots those
+   * jobs free and those already free; they count as taken until it is released.
    */
-  reserveSlots(reporting: number): number {
-    if (!this.useBatches || this.stopping || this.aborting) return 0;
+  private claimAlong(reporting: number): ClaimAlong | null {
+    if (!this.useBatches || this.stopping || this.aborting) return null;
     const free = Math.min(MAX_BATCH, this.concurrency - (this.running.size - reporting) - this.reserved);
-    if (free <= 0) return 0;
+    if (free <= 0) return null;
     this.reserved += free;
-    return free;
+    let released = false;
+    return {
+      request: this.claimRequest(free, 0),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.reserved -= free;
+        this.wakeup.poke();
+      },
+    };
   }
 
-  /** @internal */
-  releaseSlots(n: number): void {
-    if (n <= 0) return;
-    this.reserved -= n;
-    this.wakeup.poke();
-  }
-
-  /** @internal Runs jobs claimed by a request sent at `sentAt`. */
-  startClaims(claims: readonly ClaimResult[], sentAt: number): void {
+  /** Runs jobs claimed by a request sent at `sentAt`. */
+  private startClaims(claims: readonly ClaimResult[], sentAt: number): void {
     for (const claim of claims) {
       const job: Promise<void> = this.runJob(claim, sentAt).finally(() => {
         this.jobs.delete(job);
@@ -350,7 +325,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   // ----------------------------------------------------------------------------------- one job
 
   private async runJob(claim: ClaimResult, claimSentAt: number): Promise<void> {
-    const run = new JobRun(this, claim, claimSentAt);
+    const run = new JobRun(this.runSettings, claim, claimSentAt);
     const { job, lease } = run;
     this.running.add(run);
     this.counters.claimed++;
@@ -362,8 +337,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
       // A stop({ abort: true }) that raced the claim reaches this job too: it never starts.
       if (this.aborting) run.abandon('shutdown', 'the worker is shutting down');
       run.outcome = await this.runHandler(run);
-      if (run.abandoned) await afterAbort(this, run);
-      else await report(this, run, run.outcome);
+      this.settled(run, run.abandoned ? await afterAbort(this.settling, run) : await report(this.settling, run, run.outcome));
     } catch (err) {
       // Nothing above should throw; if it does, the lease runs out and the job is retried elsewhere.
       run.log.error({ err }, 'unexpected worker error while running a job');
@@ -384,10 +358,22 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
-  /** @internal A complete/fail report, through report-batch when batching, else the one-job endpoint. */
-  deliver(run: JobRun, outcome: Outcome, stopWhy: () => string | null, interrupt: AbortSignal, deadline = Infinity): Promise<Delivery> {
-    return this.useBatches
-      ? this.reporter.submit(run, outcome, stopWhy, interrupt, deadline)
-      : deliverOne(this, run, outcome, stopWhy, interrupt, deadline);
+  /** Counts how a job ended and tells the listeners. */
+  private settled(run: JobRun, s: Settlement): void {
+    const { job, lease } = run;
+    switch (s.kind) {
+      case 'done':
+        this.counters.succeeded++;
+        this.notify('job:done', { job, lease, outputs: s.outputs, status: s.status, durationMs: s.durationMs });
+        return;
+      case 'failed':
+        this.counters.failed++;
+        this.notify('job:failed', { job, lease, error: s.error, retryable: s.retryable, status: s.status, durationMs: s.durationMs });
+        return;
+      case 'abandoned':
+        this.counters.abandoned++;
+        this.notify('job:abandoned', { job, lease, reason: s.reason, detail: s.detail, durationMs: s.durationMs });
+        return;
+    }
   }
 }

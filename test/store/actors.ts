@@ -9,13 +9,13 @@ import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Outputs } from '../../src/domain/types.js';
-import type { Claimed, ClaimRequest, CompleteOutcome, JobChange, Store } from '../../src/store/store.js';
+import type { Claimed, CompleteOutcome, JobChange, Store, StoreClaim } from '../../src/store/store.js';
 import type { ChildTarget } from './conformance.js';
 
 export interface Actor {
   readonly name: string;
   /** Fires every claim at once; one answer per request, in order. */
-  claim(reqs: readonly ClaimRequest[], at: number): Promise<Claimed[][]>;
+  claim(reqs: readonly StoreClaim[], at: number): Promise<Claimed[][]>;
   /** Fires every complete at once; one outcome per item, in order. */
   complete(items: ReadonlyArray<{ lease_id: string; outputs: Outputs }>, nowMs: number, at: number): Promise<CompleteOutcome[]>;
   /** expireLeases(now, limit) again and again until a sweep finds nothing; every change, in order. */
@@ -30,7 +30,7 @@ const untilInstant = (at: number) => new Promise((resolve) => setTimeout(resolve
 
 /** The operations an actor performs, on the store it owns; shared by both kinds of actor. */
 export const perform = {
-  claim: (store: Store, reqs: readonly ClaimRequest[]) => Promise.all(reqs.map((r) => store.claim(r))),
+  claim: (store: Store, reqs: readonly StoreClaim[]) => Promise.all(reqs.map((r) => store.claim(r))),
   complete: (store: Store, items: ReadonlyArray<{ lease_id: string; outputs: Outputs }>, nowMs: number) =>
     Promise.all(items.map((i) => store.complete(i.lease_id, i.outputs, nowMs))),
   async reap(store: Store, nowMs: number, limit: number) {
@@ -109,7 +109,7 @@ export class ChildActor implements Actor {
     return this.send({ op: 'open', target });
   }
 
-  claim(reqs: readonly ClaimRequest[], at: number): Promise<Claimed[][]> {
+  claim(reqs: readonly StoreClaim[], at: number): Promise<Claimed[][]> {
     return this.send({ op: 'claim', reqs, at });
   }
 

@@ -4,10 +4,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClaimWaiters, type ClaimAsk } from '../../src/engine/claim-waiters.js';
+import { ClaimWaiters, type NormalizedClaim } from '../../src/engine/claim-waiters.js';
 import type { ClaimResult } from '../../src/protocol/types.js';
 
-const ask: ClaimAsk = { worker_id: 'w', labels: [], max: 1 };
+const ask: NormalizedClaim = { worker_id: 'w', labels: [], max: 1 };
 const granted = { job: { job_id: 'j' }, lease: { lease_id: 'l1' } } as unknown as ClaimResult;
 
 /** A claim attempt held open until `grant`; `started` resolves once it is out. */
@@ -15,7 +15,7 @@ function slowClaims() {
   let release: (r: ClaimResult[]) => void = () => {};
   let onStart: () => void = () => {};
   const started = new Promise<void>((r) => (onStart = r));
-  const tryClaim = (_: ClaimAsk) =>
+  const tryClaim = (_: NormalizedClaim) =>
     new Promise<ClaimResult[]>((resolve) => {
       release = resolve;
       onStart();

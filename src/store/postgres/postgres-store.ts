@@ -1,7 +1,7 @@
 import type { Outputs } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
-  ClaimRequest,
+  StoreClaim,
   Claimed,
   CompleteOutcome,
   DeleteLimits,
@@ -148,7 +148,7 @@ export class PostgresStore implements Store {
     return runOps.fireSchedule(this.sql, req);
   }
 
-  claim(req: ClaimRequest): Promise<Claimed[]> {
+  claim(req: StoreClaim): Promise<Claimed[]> {
     return runOps.claim(this.sql, req);
   }
 

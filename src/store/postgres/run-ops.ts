@@ -3,7 +3,7 @@ import { leaseExpiresAt } from '../../domain/lease.js';
 import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
-  ClaimRequest,
+  StoreClaim,
   Claimed,
   FireScheduleOutcome,
   FireScheduleRequest,
@@ -285,7 +285,7 @@ async function cancelRunning(sql: Sql, workflowId: string, runNumber: number, no
   return outcome;
 }
 
-export async function claim(sql: Sql, req: ClaimRequest): Promise<Claimed[]> {
+export async function claim(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
   const now = req.now_ms;
   const expires = leaseExpiresAt(now, req.ttl_secs);
   const max = Math.max(0, Math.min(req.max, req.lease_ids.length));

@@ -4,7 +4,7 @@ import type { Outputs } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
   Claimed,
-  ClaimRequest,
+  StoreClaim,
   CompleteOutcome,
   DeleteLimits,
   DeleteWorkflowOutcome,
@@ -115,7 +115,7 @@ export class SqliteStore implements Store {
     return this.write('fireSchedule', [req]);
   }
 
-  claim(req: ClaimRequest): Promise<Claimed[]> {
+  claim(req: StoreClaim): Promise<Claimed[]> {
     return this.write('claim', [req]);
   }
 

@@ -4,7 +4,7 @@ import { storableText } from '../../domain/text.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
   Claimed,
-  ClaimRequest,
+  StoreClaim,
   CompleteOutcome,
   FailOutcome,
   HeartbeatOutcome,
@@ -29,7 +29,7 @@ import { applyFailure, change, finishJobs, jobByRowId, propagateEnd } from './se
  * (ready_at_ms, row_id), the oldest taken. The write transaction keeps every other writer out, and the
  * update re-checks `queued`, so a job is handed out once per attempt.
  */
-export function claim(c: Conn, req: ClaimRequest): Claimed[] {
+export function claim(c: Conn, req: StoreClaim): Claimed[] {
   const now = req.now_ms;
   c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
   const max = Math.min(req.max, req.lease_ids.length);

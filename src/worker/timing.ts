@@ -1,0 +1,34 @@
+/** The worker's clock, its retry backoff and the wake-ups its loops wait on. */
+import { performance } from 'node:perf_hooks';
+import { sleep } from '../util/sleep.js';
+
+/** Monotonic milliseconds: lease expiry and deadlines must not move with the wall clock. */
+export const now = () => performance.now();
+
+export const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** Capped exponential backoff with ±20 % jitter; `n` counts failures from 0. */
+export function backoffMs(n: number, capMs: number, baseMs = 250): number {
+  const raw = Math.min(capMs, baseMs * 2 ** Math.min(n, 30));
+  return Math.min(capMs, raw * (0.8 + Math.random() * 0.4));
+}
+
+/** Resolves when `signal` aborts (at once if it already has). Holds no timer, so keeps nothing alive. */
+export function whenAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** A resettable wake-up: `wait()` resolves at the next `poke()` (or after `ms`). */
+export class Wakeup {
+  private controller = new AbortController();
+  poke(): void {
+    this.controller.abort();
+    this.controller = new AbortController();
+  }
+  wait(ms?: number): Promise<void> {
+    return ms === undefined ? whenAborted(this.controller.signal) : sleep(ms, this.controller.signal);
+  }
+}
