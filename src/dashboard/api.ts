@@ -1,30 +1,106 @@
 /**
  * Talking to a weft server (README "Dashboard"): which server, the bearer token, JSON calls. The page
- * defaults to the server that served it; `?server=URL` points it at another one and is remembered.
+ * talks to the server that served it unless the person confirmed another one in the page: a link
+ * with `?server=URL` only asks (it could come from anyone, and the server named gets every request
+ * and the token typed into the page), and nothing is sent anywhere while it asks. A confirmed server
+ * is remembered in the browser; `?server=` with no value returns to the page's own server.
  * A 401 asks the person for a token once, whatever number of calls were waiting for it.
  */
-const SERVER_KEY = 'weft.server';
+const CONFIRMED_KEY = 'weft.server.confirmed';
+/** Where earlier versions kept any `?server=` without asking: never trusted, removed on sight. */
+const UNCONFIRMED_KEY = 'weft.server';
 
-function pickServer(): string {
-  const given = new URLSearchParams(location.search).get('server');
+export const OWN_SERVER = location.origin;
+
+/** An http(s) address without credentials, query or fragment and without a trailing slash; else null. */
+export function serverAddress(given: string): string | null {
   try {
-    if (given !== null) {
-      if (given === '') localStorage.removeItem(SERVER_KEY);
-      else localStorage.setItem(SERVER_KEY, given.replace(/\/+$/, ''));
-    }
-    return localStorage.getItem(SERVER_KEY) ?? location.origin;
+    const u = new URL(given);
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.username !== '' || u.password !== '') return null;
+    return (u.origin + u.pathname).replace(/\/+$/, '');
   } catch {
-    // Storage may be off (private windows); the query still works for this page.
-    return given ? given.replace(/\/+$/, '') : location.origin;
+    return null;
   }
 }
 
-export const SERVER = pickServer();
-const TOKEN_KEY = `weft.token:${SERVER}`;
+function stored(key: string): string | null {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function store(key: string, value: string | null): void {
+  try {
+    if (value === null) localStorage.removeItem(key);
+    else localStorage.setItem(key, value);
+  } catch {
+    // Storage may be off (private windows); the choice then lasts for this page only.
+  }
+}
+
+/** The address bar without `?server=`, so a reload or a copied link does not ask again. */
+function dropServerParam(): void {
+  const q = new URLSearchParams(location.search);
+  q.delete('server');
+  const search = q.toString();
+  history.replaceState(history.state, '', `${location.pathname}${search ? `?${search}` : ''}${location.hash}`);
+}
+
+/** A `?server=` waiting for the person's answer; `address` is null when the value is not an http(s) URL. */
+export interface ServerRequest {
+  given: string;
+  address: string | null;
+}
+
+function pickServer(): { server: string; asking: ServerRequest | null } {
+  store(UNCONFIRMED_KEY, null);
+  const confirmed = stored(CONFIRMED_KEY);
+  const current = confirmed !== null && serverAddress(confirmed) === confirmed ? confirmed : OWN_SERVER;
+  const given = new URLSearchParams(location.search).get('server');
+  if (given === null) return { server: current, asking: null };
+  const address = given === '' ? OWN_SERVER : serverAddress(given);
+  if (address === OWN_SERVER) {
+    store(CONFIRMED_KEY, null);
+    dropServerParam();
+    return { server: OWN_SERVER, asking: null };
+  }
+  if (address === current) {
+    dropServerParam();
+    return { server: current, asking: null };
+  }
+  return { server: current, asking: { given, address } };
+}
+
+const picked = pickServer();
+/** The server every call goes to; changes only when the person confirms another one. */
+export let SERVER = picked.server;
+let asking = picked.asking;
+
+/** The `?server=` this page was opened with, while the person has not answered it. */
+export function serverRequest(): ServerRequest | null {
+  return asking;
+}
+
+/** The person's answer to serverRequest(): connect to it (remembered), or stay where the page is. */
+export function answerServerRequest(connect: boolean): void {
+  if (asking === null) return;
+  if (connect && asking.address !== null) {
+    SERVER = asking.address;
+    store(CONFIRMED_KEY, SERVER);
+  }
+  asking = null;
+  dropServerParam();
+}
+
+function tokenKey(): string {
+  return `weft.token:${SERVER}`;
+}
 
 export function currentToken(): string | null {
   try {
-    return sessionStorage.getItem(TOKEN_KEY);
+    return sessionStorage.getItem(tokenKey());
   } catch {
     return memoryToken;
   }
@@ -34,8 +110,8 @@ let memoryToken: string | null = null;
 function saveToken(token: string | null): void {
   memoryToken = token;
   try {
-    if (token === null) sessionStorage.removeItem(TOKEN_KEY);
-    else sessionStorage.setItem(TOKEN_KEY, token);
+    if (token === null) sessionStorage.removeItem(tokenKey());
+    else sessionStorage.setItem(tokenKey(), token);
   } catch {
     // memoryToken keeps it for this page.
   }

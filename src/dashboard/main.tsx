@@ -1,7 +1,7 @@
 /** The dashboard's entry point (README "Dashboard"): header, token form and the view the hash names. */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { SERVER, onTokenRequest, type TokenRequest } from './api';
+import { answerServerRequest, onTokenRequest, OWN_SERVER, SERVER, serverRequest, type ServerRequest, type TokenRequest } from './api';
 import { useRoute } from './router';
 import { WorkflowsView } from './views/workflows';
 import { WorkflowView } from './views/workflow';
@@ -21,6 +21,11 @@ function TokenForm({ req }: { req: TokenRequest }) {
         }}
       >
         <h2>Token</h2>
+        {SERVER !== OWN_SERVER && (
+          <p>
+            It will be sent to <strong>{SERVER}</strong>.
+          </p>
+        )}
         <p>
           {req.reason === 'rejected' ? 'The server did not accept that token.' : 'This server requires a token.'} Enter one with
           the <code>read</code> role (or <code>admin</code> to start and cancel runs). It is kept for this browser tab only.
@@ -35,10 +40,52 @@ function TokenForm({ req }: { req: TokenRequest }) {
   );
 }
 
+/**
+ * A `?server=` link, answered before anything is sent: the server it names would get every request
+ * and any token typed here, and the link may come from anyone.
+ */
+function ServerConfirm({ req, onAnswer }: { req: ServerRequest; onAnswer: () => void }) {
+  const answer = (connect: boolean) => {
+    answerServerRequest(connect);
+    onAnswer();
+  };
+  return (
+    <div class="overlay">
+      <div class="token-form" role="dialog" aria-modal="true" aria-label="Connect to another server?">
+        <h2>Connect to another server?</h2>
+        {req.address === null ? (
+          <p>
+            The link asks for the server <code>{req.given}</code>, which is not an http or https address.
+          </p>
+        ) : (
+          <p>
+            The link asks this page to talk to <strong class="server-name">{req.address}</strong> instead of <code>{SERVER}</code>. That
+            server would receive every request of this page and any token you type here. Connect only if you trust it.
+          </p>
+        )}
+        <p>
+          {req.address !== null && (
+            <>
+              <button type="button" onClick={() => answer(true)}>
+                Connect
+              </button>{' '}
+            </>
+          )}
+          <button type="button" autoFocus onClick={() => answer(false)}>
+            Stay on {SERVER}
+          </button>
+        </p>
+      </div>
+    </div>
+  );
+}
+
 function App() {
   const route = useRoute();
   const [ask, setAsk] = useState<TokenRequest | null>(null);
+  const [serverAsk, setServerAsk] = useState(serverRequest);
   useEffect(() => onTokenRequest(setAsk), []);
+  if (serverAsk) return <ServerConfirm req={serverAsk} onAnswer={() => setServerAsk(serverRequest())} />;
   return (
     <>
       <header class="top">
@@ -57,6 +104,11 @@ function App() {
           {SERVER}
         </span>
       </header>
+      {SERVER !== OWN_SERVER && (
+        <p class="other-server" role="status">
+          Connected to <strong>{SERVER}</strong>, not to the server of this page. <a href="?server=">Back to {OWN_SERVER}</a>
+        </p>
+      )}
       <main>
         {route.view === 'workflows' && <WorkflowsView query={route.query} />}
         {route.view === 'workflow' && <WorkflowView route={route} />}

@@ -11,7 +11,13 @@ export function parseRoute(hash: string): Route {
   const raw = hash.replace(/^#/, '') || '/';
   const [pathPart = '/', queryPart = ''] = raw.split('?', 2);
   const query = new URLSearchParams(queryPart);
-  const parts = pathPart.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = pathPart.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  } catch {
+    // A malformed escape (`%E0%A4%A`): no page has that address.
+    return { view: 'unknown', path: pathPart };
+  }
   if (parts.length === 0) return { view: 'workflows', query };
   if (parts[0] === 'workers' && parts.length === 1) return { view: 'workers' };
   if (parts[0] === 'workflows' && parts[1] !== undefined) {

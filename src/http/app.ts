@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { appMetrics } from './metrics.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
+import { originAllowed, registerOriginGuard } from './origin-guard.js';
 import type { ErrorBody } from '../protocol/errors.js';
 import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
 import { parseJsonBody } from './json-body.js';
@@ -29,8 +30,12 @@ import { DEFAULT_MAX_STREAMS, StreamSlots } from './stream-slots.js';
 export interface AppOptions {
   engine: Engine;
   logger: Logger;
-  /** CORS_ORIGINS: allowed origins; undefined or empty allows every origin. */
+  /** CORS_ORIGINS: allowed origins (`*`: all); undefined or empty: the default of src/http/origin-guard.ts. */
   corsOrigins?: string[];
+  /** ALLOWED_HOSTS: host names accepted besides the built-in ones (src/http/origin-guard.ts). */
+  allowedHosts?: string[];
+  /** HOST, the address the server binds: a Host header naming it is accepted. */
+  bindHost?: string;
   bodyLimitBytes?: number;
   /** How often live log streams look for changes made by other processes. */
   logPollMs?: number;
@@ -73,6 +78,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  // Before authentication: a page from a refused origin or host is refused whatever token it has.
+  const originRule = registerOriginGuard(app, {
+    corsOrigins: opts.corsOrigins ?? [],
+    tokensEnabled: (opts.tokens ?? []).length > 0,
+    allowedHosts: opts.allowedHosts ?? [],
+    bindHost: opts.bindHost ?? '127.0.0.1',
+  });
   registerAuth(app, new TokenTable(opts.tokens ?? []));
 
   // JSON is the only body type; Fastify's built-in text/plain parser would let a string through.
@@ -85,9 +97,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     }
   });
 
-  const origins = opts.corsOrigins?.filter((o) => o.length > 0) ?? [];
   await app.register(cors, {
-    origin: origins.length === 0 ? '*' : origins,
+    origin: originRule.kind === 'all' ? '*' : (origin, cb) => cb(null, origin !== undefined && originAllowed(originRule, origin)),
     methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
   });
   await app.register(fastifySSE, { heartbeatInterval: 15_000 });
@@ -128,9 +139,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // The histogram holds whole sampling intervals; what is beyond one interval is the delay.
   const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - LOOP_SAMPLE_MS);
-  // Echoed so a client can quote it when it reports a problem.
+  // Echoed so a client can quote it when it reports a problem. nosniff: an answer is only ever read as
+  // the type it declares (a log text in JSON is never taken for a page or a script).
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    reply.header('x-content-type-options', 'nosniff');
   });
   // Ready means the store answers: a load balancer sends no traffic to a server whose database is away.
   app.get('/readyz', async (_req, reply) => {

@@ -16,6 +16,9 @@ export const ERROR_CODES = {
   // 401/403: authentication is on (README "Access tokens").
   unauthorized: { status: 401, meaning: 'no token, or one the server does not know; send `Authorization: Bearer <token>`' },
   forbidden: { status: 403, meaning: "the token's role does not allow this route" },
+  // Browsers' requests (README "Browsers and origins"): refused whatever the token.
+  forbidden_origin: { status: 403, meaning: 'a web page from an origin this server does not allow asked to change something; see CORS_ORIGINS' },
+  forbidden_host: { status: 421, meaning: 'the Host header names a host this server does not answer to (DNS rebinding defence); see ALLOWED_HOSTS' },
   // 404: the thing named in the path does not exist.
   not_found: { status: 404, meaning: 'no such route' },
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },

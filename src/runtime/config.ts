@@ -16,6 +16,8 @@ export interface ServerConfig {
   apiOnly: boolean;
   workflowsDir: string;
   corsOrigins: string[];
+  /** ALLOWED_HOSTS: host names accepted in `Host` besides the built-in ones (src/http/origin-guard.ts). */
+  allowedHosts: string[];
   reapIntervalMs: number;
   databaseUrl: string | undefined;
   logLevel: string;
@@ -51,6 +53,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
       .split(',')
       .map((o) => o.trim())
       .filter((o) => o.length > 0),
+    allowedHosts: allowedHosts(env),
     reapIntervalMs: envNumber(env, 'REAP_INTERVAL_SECS', 5, { min: 0.01 }) * 1000,
     databaseUrl: env.DATABASE_URL,
     logLevel: env.LOG_LEVEL?.trim() || 'info',
@@ -72,6 +75,20 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     },
     tokens: loadTokens(env),
   };
+}
+
+/** Plain host names: a port, a scheme or a wildcard would never match a Host header as the user meant. */
+function allowedHosts(env: Env): string[] {
+  const names = (env.ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase().replace(/\.$/, ''))
+    .filter((h) => h.length > 0);
+  for (const h of names) {
+    if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(h)) {
+      throw new ConfigError(`ALLOWED_HOSTS entry "${h}" is not valid: list host names only (weft.example.com), without scheme, port or wildcard`);
+    }
+  }
+  return names;
 }
 
 /** null for a setting left unset (or empty), which means "no limit"; otherwise `read` checks it. */

@@ -43,6 +43,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       engine,
       logger: log,
       corsOrigins: config.corsOrigins,
+      allowedHosts: config.allowedHosts,
+      bindHost: config.host,
       bodyLimitBytes: config.bodyLimitBytes,
       logPollMs: config.logPollMs,
       tokens: config.tokens,
@@ -59,6 +61,12 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       log.warn(
         { host: config.host },
         `no access tokens are configured and ${config.host} is reachable from other machines: anyone who reaches it can have workers run commands; set WEFT_TOKENS_FILE or WEFT_ADMIN_TOKEN and WEFT_WORKER_TOKEN (README "Access tokens")`,
+      );
+    }
+    if (config.tokens.length === 0 && config.corsOrigins.includes('*')) {
+      log.warn(
+        { cors_origins: '*' },
+        'CORS_ORIGINS=* without access tokens: any web page open in a browser on a machine that reaches this server can have workers run commands; list the origins that need the API instead, or configure tokens (README "Browsers and origins")',
       );
     }
     if (!config.apiOnly) {

@@ -10,7 +10,8 @@ import { ROOT } from './server.js';
 export const CHROMIUM = '/usr/bin/chromium';
 export const SCREENSHOTS = path.join(ROOT, 'test-results', 'screenshots');
 
-export async function launchChromium(): Promise<Browser> {
+/** `extraArgs`: e.g. `--host-resolver-rules=MAP evil.test 127.0.0.1`, a name of another site served from here. */
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   if (!fs.existsSync(CHROMIUM)) {
     throw new Error(`the dashboard tests need Chromium at ${CHROMIUM}: install it (apt-get install -y chromium)`);
   }
@@ -26,6 +27,7 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

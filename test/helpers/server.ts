@@ -38,6 +38,8 @@ export async function startInProcess(
   opts: {
     reapIntervalMs?: number;
     corsOrigins?: string[];
+    allowedHosts?: string[];
+    bindHost?: string;
     bodyLimitBytes?: number;
     workflowsDir?: string;
     logPollMs?: number;
@@ -59,6 +61,8 @@ export async function startInProcess(
     engine,
     logger,
     corsOrigins: opts.corsOrigins,
+    allowedHosts: opts.allowedHosts,
+    bindHost: opts.bindHost,
     bodyLimitBytes: opts.bodyLimitBytes,
     logPollMs: opts.logPollMs ?? 200,
     tokens: opts.tokens,
@@ -182,6 +186,7 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       API_ONLY: undefined,
       REAP_INTERVAL_SECS: undefined,
       CORS_ORIGINS: undefined,
+      ALLOWED_HOSTS: undefined,
       WEFT_TOKENS_FILE: undefined,
       WEFT_ADMIN_TOKEN: undefined,
       WEFT_WORKER_TOKEN: undefined,

@@ -901,15 +901,18 @@ describe('routing', () => {
 // ------------------------------------------------------------------ CORS
 
 describe('CORS', () => {
-  test('with no origins configured every origin is allowed', async (t) => {
+  // The full rules (tokens, CORS_ORIGINS=*, Host) are in origins.test.ts.
+  test('with no origins configured and no tokens, pages on this machine are allowed and others are not', async (t) => {
     const { c } = await serve(t);
-    const r = await c.get('/api/workflows', { origin: 'http://example.com' });
+    const r = await c.get('/api/workflows', { origin: 'http://localhost:5173' });
     assert.equal(r.status, 200);
-    assert.equal(r.headers.get('access-control-allow-origin'), '*');
+    assert.equal(r.headers.get('access-control-allow-origin'), 'http://localhost:5173');
     // Error answers carry it too, so a browser can read them.
-    const e = await c.get('/api/workflows/nope/status', { origin: 'http://example.com' });
+    const e = await c.get('/api/workflows/nope/status', { origin: 'http://localhost:5173' });
     assertError(e, 404);
-    assert.equal(e.headers.get('access-control-allow-origin'), '*');
+    assert.equal(e.headers.get('access-control-allow-origin'), 'http://localhost:5173');
+    const other = await c.get('/api/workflows', { origin: 'http://example.com' });
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
   });
 
   test('with configured origins only those are echoed', async (t) => {
@@ -924,14 +927,14 @@ describe('CORS', () => {
   test('a preflight answers 204 with the allow headers', async (t) => {
     for (const opts of [{}, { corsOrigins: ['http://allowed.test'] }] as Opts[]) {
       const { url } = await serve(t, opts);
-      const origin = opts?.corsOrigins ? 'http://allowed.test' : 'http://example.com';
+      const origin = opts?.corsOrigins ? 'http://allowed.test' : 'http://127.0.0.1:8080';
       const r = await request('OPTIONS', `${url}/api/workflows/x/run`, undefined, {
         origin,
         'access-control-request-method': 'POST',
         'access-control-request-headers': 'content-type',
       });
       assert.equal(r.status, 204, r.text);
-      assert.equal(r.headers.get('access-control-allow-origin'), opts?.corsOrigins ? origin : '*');
+      assert.equal(r.headers.get('access-control-allow-origin'), origin);
       const methods = r.headers.get('access-control-allow-methods') ?? '';
       assert.match(methods, /POST/);
       const allowHeaders = (r.headers.get('access-control-allow-headers') ?? '').toLowerCase();

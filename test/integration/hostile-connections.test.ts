@@ -82,7 +82,7 @@ describe('REQUEST_TIMEOUT_SECS', () => {
       const c = rawConnection(server.url);
       await c.connected;
       const start = Date.now();
-      c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+      c.socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
       assertTimeoutAnswer(await within(c.closed, DEADLINE_MS, 'a cut-off'));
       assert.ok(Date.now() - start >= 900, `cut after ${Date.now() - start} ms, before the timeout`);
     });
@@ -91,7 +91,7 @@ describe('REQUEST_TIMEOUT_SECS', () => {
       const c = rawConnection(server.url);
       await c.connected;
       c.socket.write(
-        'POST /api/workers/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"worker_id":"slow-body"',
+        'POST /api/workers/register HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{"worker_id":"slow-body"',
       );
       assertTimeoutAnswer(await within(c.closed, DEADLINE_MS, 'a cut-off'));
       assert.ok(!((await api.get('/api/workers')).body as any[]).some((w) => w.worker_id === 'slow-body'));
@@ -107,7 +107,7 @@ describe('REQUEST_TIMEOUT_SECS', () => {
       const c = rawConnection(server.url);
       await c.connected;
       const body = `{"worker_id":"trickle","labels":[${'"x",'.repeat(200)}"x"]}`;
-      c.socket.write(`POST /api/workers/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      c.socket.write(`POST /api/workers/register HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
       let i = 0;
       const drip = setInterval(() => {
         if (!c.socket.destroyed && i < body.length) c.socket.write(body[i++]!);

@@ -22,19 +22,29 @@ interface Line {
 const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
 
 /**
+ * OSC 8 hyperlinks (http and https only, ansi_up's default) open in a new tab that cannot reach back
+ * to the dashboard (`window.opener`) and is not told where it came from. ansi_up escapes every `<` of
+ * the log text, so the only `<a ` in its output are the links it made itself.
+ */
+function toHtmlConverter(): (text: string) => string {
+  const au = new AnsiUp();
+  au.use_classes = true;
+  return (text) => au.ansi_to_html(text).replaceAll('<a href="', '<a rel="noopener noreferrer" target="_blank" href="');
+}
+
+/**
  * ANSI colours become spans; ansi_up escapes the text first, so a log cannot inject markup. A chunk
  * holding step lines is cut around them, each step line becoming a heading of its own.
  */
 function renderer() {
-  const per: Record<string, AnsiUp> = {};
+  const per: Record<string, (text: string) => string> = {};
   return (c: LogChunkView, key: string): Line[] => {
-    const au = (per[c.stream] ??= new AnsiUp());
-    au.use_classes = true;
-    if (c.stream !== 'stdout' || !c.data.includes('::step ')) return [{ key, stream: c.stream, html: au.ansi_to_html(c.data) }];
+    const toHtml = (per[c.stream] ??= toHtmlConverter());
+    if (c.stream !== 'stdout' || !c.data.includes('::step ')) return [{ key, stream: c.stream, html: toHtml(c.data) }];
     const out: Line[] = [];
     let text = '';
     const flush = () => {
-      if (text !== '') out.push({ key: `${key}.${out.length}`, stream: c.stream, html: au.ansi_to_html(text) });
+      if (text !== '') out.push({ key: `${key}.${out.length}`, stream: c.stream, html: toHtml(text) });
       text = '';
     };
     for (const line of c.data.split(/(?<=\n)/)) {
@@ -44,7 +54,7 @@ function renderer() {
         continue;
       }
       flush();
-      out.push({ key: `${key}.${out.length}`, stream: 'step', html: au.ansi_to_html(`step ${m[1]}: ${m[2]}\n`) });
+      out.push({ key: `${key}.${out.length}`, stream: 'step', html: toHtml(`step ${m[1]}: ${m[2]}\n`) });
     }
     flush();
     return out;
