@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   // 401/403: authentication is on (README "Access tokens").
   unauthorized: { status: 401, meaning: 'no token, or one the server does not know; send `Authorization: Bearer <token>`' },
   forbidden: { status: 403, meaning: "the token's role does not allow this route" },
+  token_scope: { status: 403, meaning: 'the token is limited to some worker ids or labels (its tokens-file line), and this call goes beyond them' },
+  lease_not_yours: { status: 403, meaning: 'the lease was claimed with another token; only that token may use it' },
   // 404: the thing named in the path does not exist.
   not_found: { status: 404, meaning: 'no such route' },
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },

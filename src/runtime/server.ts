@@ -61,6 +61,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         `no access tokens are configured and ${config.host} is reachable from other machines: anyone who reaches it can have workers run commands; set WEFT_TOKENS_FILE or WEFT_ADMIN_TOKEN and WEFT_WORKER_TOKEN (README "Access tokens")`,
       );
     }
+    for (const warning of config.tokenWarnings) log.warn(warning);
     if (!config.apiOnly) {
       reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
       reaper.start();
