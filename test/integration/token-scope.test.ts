@@ -8,8 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashToken, parseTokenHash, type TokenEntry } from '../../src/domain/access.js';
 import { parseTokensFile } from '../../src/runtime/tokens.js';
+import fs from 'node:fs';
+import path from 'node:path';
 import { request } from '../helpers/http.js';
-import { spawnWeft, startInProcess } from '../helpers/server.js';
+import { createDatabase } from '../helpers/postgres.js';
+import { sandbox, serverProcess, spawnWeft, startInProcess } from '../helpers/server.js';
 
 const T = {
   admin: 'scope-admin-token-0123456789',
@@ -212,4 +215,31 @@ test('weft token new --labels --workers prints a scoped line the server reads; s
   const badPattern = spawnWeft(['token', 'new', '--role', 'worker', '--workers', 'a*b'], {});
   assert.notEqual(await badPattern.exited, 0);
   assert.match(badPattern.output(), /prefix ending in \*/);
+});
+
+test('on PostgreSQL the binding holds across servers and restarts: a lease claimed through one server is refused to another token on another', async (t) => {
+  const db = await createDatabase();
+  t.after(() => db.drop());
+  const sb = sandbox(t);
+  const file = path.join(sb.dir, 'tokens');
+  fs.writeFileSync(
+    file,
+    [`admin-1 admin ${hashToken(T.admin)}`, `worker-a worker ${hashToken(T.a)}`, `worker-b worker ${hashToken(T.b)}`, ''].join('\n'),
+    { mode: 0o600 },
+  );
+  const env = { DATABASE_URL: db.url, WEFT_TOKENS_FILE: file };
+  const one = await serverProcess(t, sb, env);
+  const two = await serverProcess(t, sb, env);
+  assert.equal((await request('POST', `${one.url}/api/workflows`, { id: 'pg', jobs: [{ id: 'a', command: 'true' }] }, bearer(T.admin))).status, 201);
+  assert.equal((await request('POST', `${one.url}/api/workflows/pg/run`, undefined, bearer(T.admin))).status, 202);
+  const claimed = await request('POST', `${one.url}/api/jobs/claim`, { worker_id: 'pg-a', labels: [] }, bearer(T.a));
+  const leaseId: string = claimed.body.lease.lease_id;
+  one.kill('SIGTERM');
+  await one.exited;
+  for (const what of ['heartbeat', 'complete']) {
+    const r = await request('POST', `${two.url}/api/jobs/${leaseId}/${what}`, what === 'complete' ? { outputs: {} } : undefined, bearer(T.b));
+    assert.deepEqual([r.status, r.body.error], [403, 'lease_not_yours'], what);
+  }
+  const done = await request('POST', `${two.url}/api/jobs/${leaseId}/complete`, { outputs: {} }, bearer(T.a));
+  assert.equal(done.status, 200, done.text);
 });
