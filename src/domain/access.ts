@@ -72,6 +72,63 @@ export interface TokenEntry {
   role: Role;
   /** SHA-256 of the token; the token itself is never kept. */
   hash: Buffer;
+  /** What a worker token may claim as; absent: anything (README "Access tokens", "Scoped worker tokens"). */
+  scope?: TokenScope;
+}
+
+/**
+ * A worker token's limits, from its tokens-file line. A token that leaks from one machine (a job
+ * there read it) can then take only the jobs that machine could take anyway.
+ */
+export interface TokenScope {
+  /** `labels=a,b`: every label a claim (or registration) offers must be one of these. */
+  labels?: readonly string[];
+  /** `workers=ci-*,build-1`: the worker ids it may use; a trailing `*` matches any rest. */
+  workers?: readonly string[];
+}
+
+/** Token names: shown in logs and errors, so plain and short. */
+export const TOKEN_NAME = /^[\w.@-]{1,64}$/;
+
+/**
+ * A name that is in fact a token (`weft token new` makes `weft_` and 43 characters): refused, since
+ * the name is written in every log line of a request.
+ */
+export function looksLikeToken(text: string): boolean {
+  return /^weft_[\w-]{32,}$/.test(text);
+}
+
+/** Whether `workerId` matches one of the patterns: an exact id, or a prefix followed by `*`. */
+export function workerIdAllowed(patterns: readonly string[], workerId: string): boolean {
+  return patterns.some((p) => (p.endsWith('*') ? workerId.startsWith(p.slice(0, -1)) : workerId === p));
+}
+
+/**
+ * Why `entry` may not act as worker `workerId` offering `labels`, for a person (naming the token and
+ * what it may do), or null when its scope allows it.
+ */
+export function scopeRefusal(entry: TokenEntry, workerId: string, labels: readonly string[]): string | null {
+  const scope = entry.scope;
+  if (!scope) return null;
+  if (scope.workers && !workerIdAllowed(scope.workers, workerId)) {
+    return `token '${entry.name}' may act only as workers ${scope.workers.join(', ')}; this call names worker ${JSON.stringify(workerId)}`;
+  }
+  if (scope.labels) {
+    const allowed = new Set(scope.labels);
+    const outside = labels.filter((l) => !allowed.has(l));
+    if (outside.length > 0) {
+      return `token '${entry.name}' may offer only the labels [${scope.labels.join(', ')}]; this call offers ${outside.map((l) => JSON.stringify(l)).join(', ')} besides`;
+    }
+  }
+  return null;
+}
+
+/** The line of a tokens file that lets a server accept a token with this hash (`weft token new`). */
+export function tokensFileLine(name: string, role: Role, hash: string, scope: TokenScope = {}): string {
+  let line = `${name} ${role} ${hash}`;
+  if (scope.labels) line += ` labels=${scope.labels.join(',')}`;
+  if (scope.workers) line += ` workers=${scope.workers.join(',')}`;
+  return line;
 }
 
 const HASH_PREFIX = 'sha256:';

@@ -7,6 +7,8 @@ export interface NormalizedClaim {
   labels: string[];
   lease_ttl_secs?: number;
   max: number;
+  /** The claim's token, recorded on its leases. */
+  token_name?: string | null;
 }
 
 interface Waiter {

@@ -22,7 +22,7 @@ import type { JobChange, LeaseRefusal, StoreReads, WorkflowRecord } from '../sto
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
-import type { ClaimWait, EngineEvents, EngineOptions, WorkerClaim } from './types.js';
+import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './types.js';
 import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
@@ -36,7 +36,7 @@ import { QueuedRuns } from './queued-runs.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
-export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, WorkerClaim } from './types.js';
+export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './types.js';
 
 const REAP_BATCH = 500;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
@@ -212,11 +212,12 @@ export class Engine extends EngineReads {
 
   // ---------------------------------------------------------------- workers
 
-  async registerWorker(workerId: string, labels: string[]): Promise<WorkerView> {
+  /** `sees`: whose lease ids the answer may show (another token may have used this worker id). */
+  async registerWorker(workerId: string, labels: string[], sees?: LeaseVisibility): Promise<WorkerView> {
     const now = this.now();
     const worker = await this.store.registerWorker(workerId, normalizeLabels(labels), now);
     const leases = await this.store.read((r) => r.activeLeases());
-    return workerViews([worker], leases.filter((l) => l.worker_id === workerId), now, this.offlineAfterMs)[0]!;
+    return workerViews([worker], leases.filter((l) => l.worker_id === workerId), now, this.offlineAfterMs, sees)[0]!;
   }
 
   // ---------------------------------------------------------------- worker protocol
@@ -232,7 +233,7 @@ export class Engine extends EngineReads {
    * the deadline or when `signal` aborts.
    */
   async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
-    const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max };
+    const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
     const now = await this.claimOnce(ask);
     if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return now;
     return this.waiters.wait(ask, wait.waitMs, wait.signal);
@@ -254,6 +255,7 @@ export class Engine extends EngineReads {
       max: ask.max,
       lease_ids: Array.from({ length: ask.max }, () => randomUUID()),
       now_ms: now,
+      token_name: ask.token_name ?? null,
     });
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
@@ -287,22 +289,27 @@ export class Engine extends EngineReads {
     return this.peers.close();
   }
 
+  /*
+   * Lease calls take `holder`, the name of the token the call came with (null: tokens are off): a
+   * lease claimed with another token answers 403 lease_not_yours and nothing changes.
+   */
+
   /** Renews the lease by its own ttl from now; 409 once it has expired, been settled or cancelled. */
-  async heartbeat(leaseId: string): Promise<HeartbeatResponse> {
-    const outcome = await this.store.heartbeat(leaseId, this.now());
+  async heartbeat(leaseId: string, holder: string | null = null): Promise<HeartbeatResponse> {
+    const outcome = await this.store.heartbeat(leaseId, this.now(), holder);
     switch (outcome.kind) {
       case 'renewed':
         return { ...leaseView(outcome.lease), cancelled: false };
       case 'cancelled':
         throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
       default:
-        throw this.refused(leaseId, outcome);
+        throw this.refused(leaseId, outcome, holder);
     }
   }
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
-  async complete(leaseId: string, outputs: Outputs): Promise<Omit<CompleteResponse, 'ok'>> {
-    const outcome = await this.store.complete(leaseId, storableOutputs(outputs), this.now());
+  async complete(leaseId: string, outputs: Outputs, holder: string | null = null): Promise<Omit<CompleteResponse, 'ok'>> {
+    const outcome = await this.store.complete(leaseId, storableOutputs(outputs), this.now(), holder);
     switch (outcome.kind) {
       case 'completed':
         this.announce(outcome.changes);
@@ -313,14 +320,14 @@ export class Engine extends EngineReads {
         // A cancel came first: the report is accepted and changes nothing (README "How a run works").
         return { status: outcome.job.status, enqueued: [] };
       default:
-        throw this.refused(leaseId, outcome);
+        throw this.refused(leaseId, outcome, holder);
     }
   }
 
   /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
-  async fail(leaseId: string, error: string, retryable: boolean): Promise<Omit<FailResponse, 'ok'>> {
+  async fail(leaseId: string, error: string, retryable: boolean, holder: string | null = null): Promise<Omit<FailResponse, 'ok'>> {
     const now = this.now();
-    const outcome = await this.store.fail(leaseId, storableText(error), retryable, now);
+    const outcome = await this.store.fail(leaseId, storableText(error), retryable, now, holder);
     switch (outcome.kind) {
       case 'failed': {
         this.announce(outcome.changes);
@@ -340,14 +347,14 @@ export class Engine extends EngineReads {
       case 'cancelled':
         return { status: outcome.job.status, attempt: outcome.job.attempt, delayed_until_ms: 0 };
       default:
-        throw this.refused(leaseId, outcome);
+        throw this.refused(leaseId, outcome, holder);
     }
   }
 
   /** Stores log chunks of the lease's attempt; a re-sent sequence is kept once. */
-  async pushLogs(leaseId: string, chunks: IncomingLogChunk[]): Promise<{ accepted: number }> {
+  async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number }> {
     const clean = chunks.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
-    const outcome = await this.store.pushLogs(leaseId, clean, this.now());
+    const outcome = await this.store.pushLogs(leaseId, clean, this.now(), holder);
     switch (outcome.kind) {
       case 'stored':
         const change = { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id };
@@ -362,7 +369,7 @@ export class Engine extends EngineReads {
         );
       }
       default:
-        throw this.refused(leaseId, outcome);
+        throw this.refused(leaseId, outcome, holder);
     }
   }
 
@@ -498,11 +505,11 @@ export class Engine extends EngineReads {
    * A lease call refused: what the call itself settled on the way (an expiry, a timeout) is announced
    * and heard as the end of that attempt; the answer is the 409 to throw.
    */
-  private refused(leaseId: string, outcome: LeaseRefusal): WeftError {
+  private refused(leaseId: string, outcome: LeaseRefusal, holder: string | null): WeftError {
     this.announce(refusalChanges(outcome));
     if (outcome.kind === 'expired' && outcome.job) this.events.emit('attempt', { kind: 'expired', job: outcome.job });
     if (outcome.kind === 'timed_out') this.events.emit('attempt', { kind: 'timed_out', job: outcome.job });
-    return leaseRefusalError(leaseId, outcome);
+    return leaseRefusalError(leaseId, outcome, holder);
   }
 
   /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */

@@ -1,9 +1,18 @@
 import { settledLeaseCode, WeftError } from '../protocol/errors.js';
 import type { LeaseRefusal } from '../store/store.js';
 
-/** The 409 a refused lease call answers with (docs/api.md "Lease calls"). */
-export function leaseRefusalError(leaseId: string, r: LeaseRefusal): WeftError {
+/**
+ * The answer to a refused lease call (docs/api.md "Lease calls"): a 409, or 403 `lease_not_yours` for
+ * a call with another token than the claim's. `caller` names the call's token.
+ */
+export function leaseRefusalError(leaseId: string, r: LeaseRefusal, caller: string | null = null): WeftError {
   switch (r.kind) {
+    case 'not_yours':
+      // The holder's name is not told: a token learns nothing about the others from its refusals.
+      return new WeftError(
+        'lease_not_yours',
+        `lease ${leaseId} was claimed with another token; token '${caller ?? '?'}' cannot use it (only the token that claimed a lease may heartbeat, log, complete or fail it)`,
+      );
     case 'not_found':
       return new WeftError('lease_not_found', `lease ${leaseId} does not exist (it may never have been granted)`);
     case 'settled':

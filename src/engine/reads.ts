@@ -4,6 +4,7 @@ import { WeftError } from '../protocol/errors.js';
 import type { LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
 import type { ActiveJobCount, JobRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
 import { logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
+import type { LeaseVisibility } from './types.js';
 
 /**
  * The engine's read side (src/engine/engine.ts builds on it): status documents, lists, run history,
@@ -87,9 +88,10 @@ export class EngineReads {
     });
   }
 
-  async listWorkers(): Promise<WorkerView[]> {
+  /** `sees`: whose lease ids the list may show (README "Access tokens"); absent: all of them. */
+  async listWorkers(sees?: LeaseVisibility): Promise<WorkerView[]> {
     const now = this.now();
-    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs));
+    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs, sees));
   }
 
   /** Historical chunks: latest run and latest attempt unless asked otherwise. */

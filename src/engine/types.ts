@@ -38,7 +38,15 @@ export interface WorkerClaim {
   worker_id: string;
   labels: string[];
   lease_ttl_secs?: number;
+  /** The name of the token the claim came with: its leases are bound to it. Absent: tokens are off. */
+  token_name?: string | null;
 }
+
+/**
+ * Which leases' ids a reader may see (README "Access tokens"): given the name of the token a lease was
+ * claimed with, true when the reader may see it. Absent: every one (tokens off).
+ */
+export type LeaseVisibility = (tokenName: string | null) => boolean;
 
 export interface ClaimWait {
   /** How long a claim that finds nothing may wait for a job (0: answer at once). */

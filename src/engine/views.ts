@@ -4,6 +4,7 @@ import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
 import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
 import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
+import type { LeaseVisibility } from './types.js';
 
 /**
  * The documents the API returns, built from store records in the shapes of src/protocol/types.ts:
@@ -158,19 +159,32 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
   });
 }
 
-export function workerViews(workers: WorkerRecord[], leases: LeaseRecord[], nowMs: number, offlineAfterMs: number): WorkerView[] {
-  const held = new Map<string, CurrentLease[]>();
+/**
+ * Workers with what they hold. A lease id is a capability until its token check (README "Access
+ * tokens"), so `current_lease` and `current_leases` list only the leases `sees` allows (absent: all);
+ * `current_job` and `current_jobs` name every job held, without lease ids, for every reader.
+ */
+export function workerViews(
+  workers: WorkerRecord[],
+  leases: LeaseRecord[],
+  nowMs: number,
+  offlineAfterMs: number,
+  sees: LeaseVisibility = () => true,
+): WorkerView[] {
+  const held = new Map<string, Array<{ lease: CurrentLease; visible: boolean }>>();
   for (const l of leases) {
     if (nowMs > l.expires_at_ms) continue;
     const cl = { workflow_id: l.workflow_id, job_id: l.job_id, run_number: l.run_number, attempt: l.attempt, lease_id: l.lease_id };
+    const entry = { lease: cl, visible: sees(l.token_name) };
     const list = held.get(l.worker_id);
-    if (list) list.push(cl);
-    else held.set(l.worker_id, [cl]);
+    if (list) list.push(entry);
+    else held.set(l.worker_id, [entry]);
   }
   return workers.map((w) => {
-    const leasesHeld = held.get(w.worker_id) ?? [];
-    const status = leasesHeld.length > 0 ? 'busy' : nowMs - w.last_seen_ms > offlineAfterMs ? 'offline' : 'idle';
-    const first = leasesHeld[0] ?? null;
+    const all = held.get(w.worker_id) ?? [];
+    const leasesHeld = all.filter((e) => e.visible).map((e) => e.lease);
+    const status = all.length > 0 ? 'busy' : nowMs - w.last_seen_ms > offlineAfterMs ? 'offline' : 'idle';
+    const first = all[0]?.lease ?? null;
     return {
       worker_id: w.worker_id,
       labels: w.labels,
@@ -180,8 +194,9 @@ export function workerViews(workers: WorkerRecord[], leases: LeaseRecord[], nowM
       current_job: first ? first.job_id : null,
       status,
       last_seen_ms: w.last_seen_ms,
-      current_lease: first,
+      current_lease: leasesHeld[0] ?? null,
       current_leases: leasesHeld,
+      current_jobs: all.map(({ lease: { lease_id: _hidden, ...job } }) => job),
     };
   });
 }

@@ -4,8 +4,9 @@
  * once, when the route is added; a request costs one SHA-256 and a constant-time compare per token.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { accessOf, allows, rolesFor, type Access, type TokenEntry, type TokenTable } from '../domain/access.js';
-import type { ErrorBody } from '../protocol/errors.js';
+import { accessOf, allows, rolesFor, scopeRefusal, type Access, type TokenEntry, type TokenTable } from '../domain/access.js';
+import { WeftError, type ErrorBody } from '../protocol/errors.js';
+import type { LeaseVisibility } from '../engine/types.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -63,6 +64,31 @@ export function registerAuth(app: FastifyInstance, tokens: TokenTable): void {
     // The token's name, never the token, in every log line of the request.
     req.log = req.log.child({ token: entry.name });
   });
+}
+
+/**
+ * Refuses (403 `token_scope`) a call acting as worker `workerId` with `labels` beyond what the
+ * request's token may (its tokens-file line, README "Access tokens"); nothing is done then.
+ */
+export function requireWorkerScope(req: FastifyRequest, workerId: string, labels: readonly string[]): void {
+  if (!req.token) return;
+  const refusal = scopeRefusal(req.token, workerId, labels);
+  if (refusal !== null) throw new WeftError('token_scope', refusal);
+}
+
+/** The name of the token a lease call came with, to which leases are bound; null while tokens are off. */
+export function leaseHolder(req: FastifyRequest): string | null {
+  return req.token?.name ?? null;
+}
+
+/**
+ * Whose lease ids the request may see: all of them with tokens off or an admin token, otherwise only
+ * those of leases claimed with its own token (a lease id lets whoever holds the token use the lease).
+ */
+export function leaseVisibility(req: FastifyRequest): LeaseVisibility {
+  const token = req.token;
+  if (!token || token.role === 'admin') return () => true;
+  return (holder) => holder === token.name;
 }
 
 function bearer(header: string | undefined): string | null {

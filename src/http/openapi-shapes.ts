@@ -147,6 +147,11 @@ const currentLease = {
   properties: { workflow_id: str, job_id: str, run_number: int, attempt: int, lease_id: str },
 } as const;
 
+const currentJob = {
+  type: 'object',
+  properties: { workflow_id: str, job_id: str, run_number: int, attempt: int },
+} as const;
+
 export const workerView = {
   type: 'object',
   required: ['worker_id', 'labels', 'registered_at_ms', 'last_heartbeat_ms', 'current_job', 'status'],
@@ -158,8 +163,13 @@ export const workerView = {
     current_job: strOrNull,
     status: { type: 'string', enum: ['idle', 'busy', 'offline'] },
     last_seen_ms: int,
-    current_lease: { ...currentLease, type: ['object', 'null'] },
-    current_leases: { type: 'array', items: currentLease },
+    current_lease: {
+      ...currentLease,
+      type: ['object', 'null'],
+      description: "With tokens on: only a lease the caller's token claimed (every lease for an admin token); null otherwise",
+    },
+    current_leases: { type: 'array', items: currentLease, description: 'The leases it holds that the caller may see (as current_lease)' },
+    current_jobs: { type: 'array', items: currentJob, description: 'Every job it holds, without lease ids' },
   },
 } as const;
 

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   // Browsers' requests (README "Browsers and origins"): refused whatever the token.
   forbidden_origin: { status: 403, meaning: 'a web page from an origin this server does not allow asked to change something; see CORS_ORIGINS' },
   forbidden_host: { status: 421, meaning: 'the Host header names a host this server does not answer to (DNS rebinding defence); see ALLOWED_HOSTS' },
+  token_scope: { status: 403, meaning: 'the token is limited to some worker ids or labels (its tokens-file line), and this call goes beyond them' },
+  lease_not_yours: { status: 403, meaning: 'the lease was claimed with another token; only that token may use it' },
   // 404: the thing named in the path does not exist.
   not_found: { status: 404, meaning: 'no such route' },
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },

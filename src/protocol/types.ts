@@ -258,12 +258,16 @@ export interface ListWorkflowsQuery {
 
 // ------------------------------------------------------------------ workers
 
-/** The job, run and lease a worker holds. */
-export interface CurrentLease {
+/** The job and run a worker holds. */
+export interface CurrentJob {
   workflow_id: string;
   job_id: string;
   run_number: number;
   attempt: number;
+}
+
+/** The job, run and lease a worker holds. */
+export interface CurrentLease extends CurrentJob {
   lease_id: string;
 }
 
@@ -279,9 +283,15 @@ export interface WorkerView {
   status: 'idle' | 'busy' | 'offline';
 
   last_seen_ms: number;
+  /**
+   * When tokens are on, only the leases the caller may see: every one for an admin token, those it
+   * claimed itself for a worker token, none for a read token (README "Access tokens").
+   */
   current_lease: CurrentLease | null;
-  /** Every lease it holds (a worker with CONCURRENCY > 1 may hold several). */
+  /** Every lease it holds (a worker with CONCURRENCY > 1 may hold several), as far as the caller may see them. */
   current_leases: CurrentLease[];
+  /** Every job it holds, without lease ids, for every caller. */
+  current_jobs: CurrentJob[];
 }
 
 // ------------------------------------------------------------------ logs

@@ -5,7 +5,7 @@
  */
 import type { TokenEntry } from '../domain/access.js';
 import { ConfigError, envFlag, envNumber, type Env } from './env.js';
-import { loadTokens } from './tokens.js';
+import { loadTokens, tokenWarnings } from './tokens.js';
 import { logFormatFrom, type LogFormat } from './logger.js';
 
 export { ConfigError } from './env.js';
@@ -36,6 +36,8 @@ export interface ServerConfig {
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
   /** Accepted tokens (WEFT_TOKENS_FILE, WEFT_*_TOKEN); none: authentication off. */
   tokens: TokenEntry[];
+  /** Start-up warnings about the tokens file (too open), logged by the server. */
+  tokenWarnings: string[];
 }
 
 export function loadServerConfig(env: Env = process.env): ServerConfig {
@@ -74,6 +76,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
       connectTimeoutMs: envNumber(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, { min: 100, integer: true }),
     },
     tokens: loadTokens(env),
+    tokenWarnings: tokenWarnings(env),
   };
 }
 

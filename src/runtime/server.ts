@@ -69,6 +69,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         'CORS_ORIGINS=* without access tokens: any web page open in a browser on a machine that reaches this server can have workers run commands; list the origins that need the API instead, or configure tokens (README "Browsers and origins")',
       );
     }
+    for (const warning of config.tokenWarnings) log.warn(warning);
     if (!config.apiOnly) {
       reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
       reaper.start();

@@ -12,7 +12,9 @@ export type LeaseRefusal =
   | { kind: 'settled'; state: 'completed' | 'failed' | 'expired' | 'timed_out' | 'released' }
   /** `job`: the job after the failure, or null when it no longer ran under this lease (nothing else changed). */
   | { kind: 'expired'; lease: LeaseRecord; job: JobRecord | null; changes: JobChange[] }
-  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] };
+  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] }
+  /** The call came with another token than the lease's claim (leaseUsableBy); nothing changed. */
+  | { kind: 'not_yours'; token_name: string };
 
 export type HeartbeatOutcome =
   | { kind: 'renewed'; lease: LeaseRecord }
@@ -185,6 +187,8 @@ export interface StoreClaim {
   /** One fresh id per job that may be handed out; `lease_ids.length >= max`. */
   lease_ids: readonly string[];
   now_ms: number;
+  /** The name of the token the claim came with, recorded on each lease; absent or null: none. */
+  token_name?: string | null;
 }
 
 export interface Claimed {

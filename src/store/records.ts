@@ -119,6 +119,11 @@ export interface LeaseRecord {
   renewed_at_ms: number;
   expires_at_ms: number;
   state: LeaseState;
+  /**
+   * The name of the token the claim came with; only that token may use the lease (leaseUsableBy).
+   * Null: claimed without a token (authentication off).
+   */
+  token_name: string | null;
 }
 
 

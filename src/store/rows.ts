@@ -142,6 +142,7 @@ export function toLease(r: Row): LeaseRecord {
     renewed_at_ms: r.renewed_at_ms as number,
     expires_at_ms: r.expires_at_ms as number,
     state: r.state as LeaseState,
+    token_name: (r.token_name as string | null | undefined) ?? null,
   };
 }
 
@@ -159,7 +160,15 @@ export function toLogChunk(r: Row): LogChunkRecord {
 }
 
 /** The lease a claim grants on `job` (the job row already updated to running under `leaseId`). */
-export function newLease(job: JobRecord, leaseId: string, workerId: string, ttlSecs: number, nowMs: number, expiresAtMs: number): LeaseRecord {
+export function newLease(
+  job: JobRecord,
+  leaseId: string,
+  workerId: string,
+  ttlSecs: number,
+  nowMs: number,
+  expiresAtMs: number,
+  tokenName: string | null,
+): LeaseRecord {
   return {
     lease_id: leaseId,
     job_row_id: job.row_id,
@@ -173,6 +182,7 @@ export function newLease(job: JobRecord, leaseId: string, workerId: string, ttlS
     renewed_at_ms: nowMs,
     expires_at_ms: expiresAtMs,
     state: 'active',
+    token_name: tokenName,
   };
 }
 

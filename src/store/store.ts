@@ -152,23 +152,28 @@ export interface Store {
    * For a claim whose client went away before the answer reached it.
    */
   releaseLeases(leaseIds: readonly string[], nowMs: number): Promise<JobChange[]>;
+  /*
+   * Every lease call takes `holder`, the name of the token the call came with: a lease claimed with
+   * another token answers `not_yours` and nothing changes (domain/lease.ts leaseUsableBy). Absent or
+   * null: no token (authentication off), no check.
+   */
   /** Renews the lease by its own ttl from now. */
-  heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome>;
+  heartbeat(leaseId: string, nowMs: number, holder?: string | null): Promise<HeartbeatOutcome>;
   /**
    * Marks the lease's job a success with its outputs, decrements the pending-needs counter of each
    * direct dependent, and queues those that reach zero with the outputs of their direct needs (or
    * skips them, and so on down, when their `if:` says so: docs/architecture.md "Conditions"); settles
    * the run when it was the last unfinished job. All one atomic step.
    */
-  complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome>;
+  complete(leaseId: string, outputs: Outputs, nowMs: number, holder?: string | null): Promise<CompleteOutcome>;
   /**
    * Applies a failure by the domain's retry plan (planFailure): re-queued for attempt + 1 after its
    * backoff, or failed with the jobs downstream skipped, or counted down and queued when their `if:`
    * lets them run after it, and the run settled if it is over.
    */
-  fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome>;
+  fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder?: string | null): Promise<FailOutcome>;
   /** Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored. */
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome>;
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder?: string | null): Promise<PushLogsOutcome>;
 
   // the reaper
   /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */

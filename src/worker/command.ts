@@ -5,6 +5,8 @@ import { createShellHandler } from './shell.js';
 import { defaultWorkerId } from './worker-id.js';
 import { Worker } from './worker.js';
 import { labelProblem, MAX_LABELS } from '../domain/labels.js';
+import { loadWorkerToken, scrubStartEnvironment, type WorkerToken } from './credentials.js';
+import { resolveJobUser, type JobUser } from './job-user.js';
 
 /** Settings of `weft worker`, from the environment (README "The worker: `weft worker`"). */
 export interface WorkerConfig {
@@ -19,8 +21,13 @@ export interface WorkerConfig {
   cancelPollSecs: number;
   killGraceSecs: number;
   logLevel: string;
-  /** WEFT_TOKEN: a token with the `worker` role, when the server requires tokens. */
+  /** WEFT_TOKEN or WEFT_TOKEN_FILE: a token with the `worker` role, when the server requires tokens. */
   token: string | undefined;
+  /** Which of the two gave it, and warnings about it (credentials.ts). */
+  tokenSource: WorkerToken['source'];
+  tokenWarnings: string[];
+  /** JOB_USER: whom jobs run as; null: the worker's own user. */
+  jobUser: JobUser | null;
   logFormat: LogFormat;
 }
 
@@ -80,11 +87,28 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     throw new ConfigError(`LOG_LEVEL="${env.LOG_LEVEL}" is not valid: use one of ${LOG_LEVELS.join(', ')}`);
   }
 
-  const token = env.WEFT_TOKEN?.trim() || undefined;
-  if (token !== undefined && /\s/.test(token)) throw new ConfigError('WEFT_TOKEN is not valid: a token cannot contain spaces');
+  const { token, source: tokenSource, warnings: tokenWarnings } = loadWorkerToken(env);
+  const jobUser = env.JOB_USER?.trim() ? resolveJobUser(env.JOB_USER) : null;
   const logFormat = logFormatFrom(env);
 
-  return { serverUrl, labels, workerId, leaseTtlSecs, heartbeatSecs, pollSecs, longPollSecs, concurrency, cancelPollSecs, killGraceSecs, logLevel, logFormat, token };
+  return {
+    serverUrl,
+    labels,
+    workerId,
+    leaseTtlSecs,
+    heartbeatSecs,
+    pollSecs,
+    longPollSecs,
+    concurrency,
+    cancelPollSecs,
+    killGraceSecs,
+    logLevel,
+    logFormat,
+    token,
+    tokenSource,
+    tokenWarnings,
+    jobUser,
+  };
 }
 
 const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGTERM: 15 };
@@ -110,7 +134,10 @@ Environment:
   KILL_GRACE_SECS   between SIGTERM and SIGKILL when a job's processes are killed (default 5)
   LOG_LEVEL         level of the worker's own logs (default info)
   LOG_FORMAT        json or pretty (default pretty on a terminal, json otherwise)
-  WEFT_TOKEN        token with the worker role, when the server requires tokens (not passed to jobs)
+  WEFT_TOKEN        token with the worker role, when the server requires tokens (not passed to jobs;
+                    removed from this process's /proc/<pid>/environ at start)
+  WEFT_TOKEN_FILE   file holding that token instead (read at start; keeps it out of every environment)
+  JOB_USER          run jobs as this user (the worker must run as root): they cannot read its token
 `,
     )
     .action(async () => {
@@ -122,6 +149,7 @@ Environment:
         process.exit(err instanceof ConfigError ? 2 : 1);
       }
       const log = createLogger(config.logLevel, 'weft-worker', config.logFormat);
+      hideTokenFromJobs(config, log);
       const worker = new Worker({
         serverUrl: config.serverUrl,
         token: config.token,
@@ -137,7 +165,7 @@ Environment:
         // up to 2 s go to the job's last log lines and the rest to its failure report.
         abortGraceMs: config.killGraceSecs * 1000 + 7000,
         logger: log,
-        handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000 }),
+        handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) }),
       });
 
       // A stray rejection must not take down a worker holding leases.
@@ -183,6 +211,8 @@ Environment:
           lease_ttl_secs: config.leaseTtlSecs,
           heartbeat_secs: config.heartbeatSecs,
           poll_secs: config.pollSecs,
+          token_from: config.tokenSource,
+          job_user: config.jobUser?.name ?? null,
         },
         `weft worker ${worker.workerId} started: labels [${config.labels.join(', ')}], server ${config.serverUrl}, concurrency ${config.concurrency}`,
       );
@@ -200,4 +230,21 @@ Environment:
         process.exit(1);
       }
     });
+}
+
+/**
+ * Before any job runs: the token leaves this process's environment, both the live one (which jobs
+ * inherit) and the start-up block in /proc/<pid>/environ (which jobs of the same user can read).
+ */
+function hideTokenFromJobs(config: WorkerConfig, log: ReturnType<typeof createLogger>): void {
+  for (const warning of config.tokenWarnings) log.warn(warning);
+  delete process.env.WEFT_TOKEN;
+  if (config.tokenSource !== 'WEFT_TOKEN' || config.token === undefined) return;
+  const outcome = scrubStartEnvironment(config.token);
+  if (outcome.kind === 'failed') {
+    log.warn(
+      { reason: outcome.reason },
+      `WEFT_TOKEN could not be removed from /proc/${process.pid}/environ: jobs running as this user can read it there; use WEFT_TOKEN_FILE, or JOB_USER (README "Access tokens")`,
+    );
+  }
 }

@@ -12,6 +12,7 @@ import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
 import { MAX_ERROR_CHARS } from './outcome.js';
 import type { JobContext, JobHandler } from './types.js';
+import type { JobUser } from './job-user.js';
 
 export interface ShellHandlerOptions {
   /** The shell run as `<shell> -c <command>`; default `sh`. */
@@ -24,6 +25,11 @@ export interface ShellHandlerOptions {
   killGraceMs?: number;
   /** A line longer than this is shipped in pieces; default 32768 characters. */
   maxLineChars?: number;
+  /**
+   * Run commands as this user (JOB_USER; the worker must be root): its uid and gid (supplementary
+   * groups dropped), with HOME, USER and LOGNAME set to its own.
+   */
+  user?: JobUser;
 }
 
 /** A command that did not exit 0. The message names the exit code (or signal) and ends with the stderr tail. */
@@ -71,8 +77,9 @@ export function jobEnvironment(job: ClaimedJob, base: NodeJS.ProcessEnv = proces
   const upstream = job.upstream_outputs ?? {};
   const env: NodeJS.ProcessEnv = { ...base, ...(job.env ?? {}) };
   // The worker's credential is its own: a job's command (defined by whoever wrote the workflow) does
-  // not get it unless the workflow sets it in `env` itself.
+  // not get it, nor where it is kept, unless the workflow sets them in `env` itself.
   if (job.env?.WEFT_TOKEN === undefined) delete env.WEFT_TOKEN;
+  if (job.env?.WEFT_TOKEN_FILE === undefined) delete env.WEFT_TOKEN_FILE;
   env.WEFT_WORKFLOW_ID = job.workflow_id;
   env.WEFT_JOB_ID = job.job_id;
   env.WEFT_RUN = String(job.run_number ?? '');
@@ -239,11 +246,15 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
         fn();
       };
 
+      const env = jobEnvironment(job, opts.baseEnv ?? process.env);
+      if (opts.user) Object.assign(env, { HOME: opts.user.home, USER: opts.user.name, LOGNAME: opts.user.name });
       const child = spawn(shell, ['-c', job.command], {
         detached: true,
         cwd: opts.cwd,
-        env: jobEnvironment(job, opts.baseEnv ?? process.env),
+        env,
         stdio: ['ignore', 'pipe', 'pipe'],
+        // libuv drops supplementary groups (setgroups) before switching.
+        ...(opts.user ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
       });
       const pid = child.pid;
       if (pid !== undefined) trackGroup(pid);

@@ -205,21 +205,30 @@ test('weft token new, a tokens file, weft worker and the CLI with WEFT_TOKEN, en
   }
 });
 
-test('bad token settings stop the server naming them; a reachable server without tokens warns', async (t) => {
+test('bad token settings stop the server naming file, line and column, never what is written there; a reachable server without tokens warns', async (t) => {
   const sb = sandbox(t);
+  // Each case holds a value that must not be echoed: a token pasted where it does not belong.
+  const secret = 'weft_SECRETpastedTOKENvalue0123456789abcdefghijk';
+  const hash = (n: string) => hashToken(n.repeat(20));
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ WEFT_TOKENS_FILE: path.join(sb.dir, 'missing') }, /WEFT_TOKENS_FILE=".*missing" cannot be read/],
-    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'two', 'ci worker\n') }, /WEFT_TOKENS_FILE .*two line 1: expected `name role sha256:<hex>`/],
-    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'role', `ci boss ${hashToken('x'.repeat(20))}\n`) }, /line 1: role 'boss' is not one of admin, worker, read/],
-    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'raw', `# ok\nci worker weft_rawtokenpastedhere\n`) }, /line 2: the third field is not a token hash/],
-    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'dup', `a read ${hashToken('1'.repeat(20))}\na admin ${hashToken('2'.repeat(20))}\n`) }, /line 2: the name 'a' is used twice/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'two', `ci ${secret}\n`) }, /WEFT_TOKENS_FILE .*two line 1, column 1: expected `name role sha256:<hex>`.*found 2 field/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'role', `ci ${secret} ${hash('x')}\n`) }, /line 1, column 4: the second field \(the role\) is not one of admin, worker, read/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'raw', `# ok\nci worker ${secret}\n`) }, /line 2, column 11: the third field is not a token hash/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'named', `\n  ${secret} worker ${hash('y')}\n`) }, /line 2, column 3: the first field \(the name\) looks like a token/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'badname', `a/${secret} worker ${hash('y')}\n`) }, /line 1, column 1: the name may hold letters, digits and _ \. @ - only/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'dup', `${secret.slice(0, 20)} read ${hash('1')}\n${secret.slice(0, 20)} admin ${hash('2')}\n`) }, /line 2, column 1: this name is already used on line 1/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'extra', `ci worker ${hash('3')} ${secret}\n`) }, /line 1, column 83: expected .*after the hash only labels=… and workers=… may follow/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'scoped', `ci admin ${hash('4')} labels=${secret}\n`) }, /line 1, column 82: labels= limits worker tokens only; this line's role is admin/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'pattern', `ci worker ${hash('5')} workers=${secret}*x\n`) }, /line 1, column 83: workers= takes worker ids, each exact or ending in one `\*`/],
+    [{ WEFT_TOKENS_FILE: writeFile(sb.dir, 'clash', `WEFT_ADMIN_TOKEN read ${hash('6')}\n`), WEFT_ADMIN_TOKEN: TOKENS.admin }, /WEFT_ADMIN_TOKEN is set, and WEFT_TOKENS_FILE names a token WEFT_ADMIN_TOKEN too/],
     [{ WEFT_ADMIN_TOKEN: 'short' }, /WEFT_ADMIN_TOKEN is not valid: a token needs at least 16 characters/],
   ];
   for (const [env, message] of cases) {
     const p = spawnWeft(['server'], { ...sb.env, PORT: '0', ...env }, sb.dir);
     assert.equal(await p.exited, 2, p.output());
     assert.match(p.output(), message);
-    assert.ok(!p.output().includes('weft_rawtokenpastedhere'), 'a token pasted in the file is not echoed');
+    assert.ok(!p.output().includes('SECRET'), `nothing of the line is echoed: ${p.output()}`);
   }
   const open = await serverProcess(t, sb, { HOST: '0.0.0.0' });
   await open.waitFor(/no access tokens are configured and 0\.0\.0\.0 is reachable from other machines/);
@@ -229,6 +238,22 @@ test('bad token settings stop the server naming them; a reachable server without
   assert.doesNotMatch(closed.output(), /no access tokens are configured/);
   const local = await serverProcess(t, sb, {});
   assert.doesNotMatch(local.output(), /no access tokens are configured/);
+});
+
+test('a tokens file readable by its group or by others draws a warning at start; one for its owner alone does not', async (t) => {
+  const sb = sandbox(t);
+  const file = writeFile(sb.dir, 'tokens', `ci worker ${hashToken('7'.repeat(20))}\n`);
+  for (const mode of [0o644, 0o640, 0o660]) {
+    fs.chmodSync(file, mode);
+    const s = await serverProcess(t, sb, { WEFT_TOKENS_FILE: file });
+    const octal = mode.toString(8);
+    await s.waitFor(new RegExp(`WEFT_TOKENS_FILE=\\\\?".*tokens\\\\?" is accessible to its group or to other users \\(mode ${octal}\\): make it readable by this process's user alone \\(chmod 600\\)`));
+    s.kill('SIGTERM');
+    await s.exited;
+  }
+  fs.chmodSync(file, 0o600);
+  const quiet = await serverProcess(t, sb, { WEFT_TOKENS_FILE: file });
+  assert.doesNotMatch(quiet.output(), /is accessible to its group/);
 });
 
 function writeFile(dir: string, name: string, text: string): string {

@@ -40,6 +40,7 @@ export function claimCases(withStore: Case): void {
       renewed_at_ms: 2000,
       expires_at_ms: 47_000,
       state: 'active',
+      token_name: null,
     });
     assert.deepEqual(await job(store, 'w', 'timed'), timed!.job, 'the answer is what was stored');
     assert.deepEqual(await lease(store, req.lease_ids[0]!), timed!.lease);

@@ -8,16 +8,16 @@ import { change, claim, claimOne, complete, job, lease, read, runStatus, sortedC
 type Call = 'heartbeat' | 'complete' | 'fail' | 'pushLogs';
 const CALLS: Call[] = ['heartbeat', 'complete', 'fail', 'pushLogs'];
 
-function call(store: Store, kind: Call, leaseId: string, now: number) {
+function call(store: Store, kind: Call, leaseId: string, now: number, holder: string | null = null) {
   switch (kind) {
     case 'heartbeat':
-      return store.heartbeat(leaseId, now);
+      return store.heartbeat(leaseId, now, holder);
     case 'complete':
-      return store.complete(leaseId, { late: '1' }, now);
+      return store.complete(leaseId, { late: '1' }, now, holder);
     case 'fail':
-      return store.fail(leaseId, 'late', true, now);
+      return store.fail(leaseId, 'late', true, now, holder);
     case 'pushLogs':
-      return store.pushLogs(leaseId, [{ sequence: 99, data: 'late' }], now);
+      return store.pushLogs(leaseId, [{ sequence: 99, data: 'late' }], now, holder);
   }
 }
 
@@ -258,5 +258,52 @@ export function leaseCases(withStore: Case): void {
     assert.deepEqual(out.kind === 'failed' && [out.job.status, out.job.error], ['failed', 'bad\uFFFDinput'], 'NUL kept as U+FFFD');
     assert.equal((await lease(store, c.lease.lease_id)).state, 'failed');
     assert.deepEqual(await runStatus(store, 'w'), { status: 'failed', finished_at_ms: 2000 });
+  });
+
+  withStore('a lease is bound to the token it was claimed with: another token’s calls answer not_yours and change nothing', async (store, handle) => {
+    await start(store, 'w', 1000, { a: { max_retries: 3 }, b: { max_retries: 3 }, c: {}, d: {} });
+    const a = await claimOne(store, 1000, 'a', { token: 'tok-a', worker: 'wk-a', ttl: 10 });
+    assert.equal(a.lease.token_name, 'tok-a');
+    // Durable and shared: another store on the same database (another server) reads it too.
+    if (handle.target.kind === 'postgres' || handle.target.file !== ':memory:') {
+      const other = await handle.another();
+      try {
+        assert.equal((await lease(other, a.lease.lease_id)).token_name, 'tok-a');
+      } finally {
+        await other.close();
+      }
+    }
+    const before = { jobs: await read(store, (r) => r.getRunJobs('w', 1)), lease: await lease(store, a.lease.lease_id) };
+    // Also past the lease's expiry: a foreign call must not even settle that.
+    for (const now of [2000, 50_000]) {
+      for (const kind of CALLS) {
+        assert.deepEqual(await call(store, kind, a.lease.lease_id, now, 'tok-b'), { kind: 'not_yours', token_name: 'tok-a' }, `${kind} at ${now}`);
+      }
+    }
+    assert.deepEqual(await read(store, (r) => r.getRunJobs('w', 1)), before.jobs, 'no job changed');
+    assert.deepEqual(await lease(store, a.lease.lease_id), before.lease, 'the lease is as it was');
+    assert.equal(await logCount(store, 'w', 'a'), 0, 'no chunk stored');
+    assert.equal((await read(store, (r) => r.getWorker('wk-a')))?.last_seen_ms, 1000, 'the worker is not seen by a foreign call');
+
+    // The claiming token itself, and a call without tokens (authentication off), may use it.
+    assert.equal((await store.heartbeat(a.lease.lease_id, 3000, 'tok-a')).kind, 'renewed');
+    assert.deepEqual(await store.pushLogs(a.lease.lease_id, [{ sequence: 0, data: 'x' }], 3000, 'tok-a'), {
+      kind: 'stored',
+      lease: { ...a.lease, renewed_at_ms: 3000, expires_at_ms: 13_000 },
+      accepted: 1,
+    });
+    assert.equal((await store.heartbeat(a.lease.lease_id, 4000, null)).kind, 'renewed');
+    assert.equal((await store.complete(a.lease.lease_id, {}, 5000, 'tok-a')).kind, 'completed');
+
+    const b = await claimOne(store, 6000, 'b', { token: 'tok-a' });
+    assert.equal((await store.fail(b.lease.lease_id, 'no', true, 7000, 'tok-b')).kind, 'not_yours');
+    const failed = await store.fail(b.lease.lease_id, 'no', true, 7000, 'tok-a');
+    assert.deepEqual(failed.kind === 'failed' && [failed.job.status, failed.job.attempt], ['queued', 1]);
+
+    // A lease claimed without a token (tokens off) is bound to none.
+    const c = await claimOne(store, 8000, 'c');
+    assert.equal(c.lease.token_name, null);
+    assert.equal((await store.heartbeat(c.lease.lease_id, 9000, 'tok-b')).kind, 'renewed');
+    assert.equal((await store.complete(c.lease.lease_id, {}, 9000, 'tok-b')).kind, 'completed');
   });
 }

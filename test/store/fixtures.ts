@@ -105,6 +105,8 @@ export interface ClaimOpts {
   keys?: string[];
   max?: number;
   ttl?: number;
+  /** The token the claim comes with (recorded on its leases). */
+  token?: string;
 }
 
 export function claimRequest(now: number, o: ClaimOpts = {}) {
@@ -118,6 +120,7 @@ export function claimRequest(now: number, o: ClaimOpts = {}) {
     max,
     lease_ids: Array.from({ length: max }, () => randomUUID()),
     now_ms: now,
+    ...(o.token !== undefined ? { token_name: o.token } : {}),
   };
 }
 

@@ -70,7 +70,7 @@ storeConformance(
 /** Parameters of the EXPLAINed statements, as their comments in queries.ts list them. */
 const CLAIM_PARAMS = [['', '["gpu"]'], 0, 8]; // label keys, now, per-key limit
 // keys, now, max, lease ids, worker id, worker labels (JSON), ttl, expiry
-const CLAIM_STATEMENT_PARAMS = [['', '["gpu"]'], 0, 2, ['l1', 'l2'], 'wk', '[]', 30, 30_000];
+const CLAIM_STATEMENT_PARAMS = [['', '["gpu"]'], 0, 2, ['l1', 'l2'], 'wk', '[]', 30, 30_000, 'tok'];
 const EXPIRY_PARAMS = [0, 100]; // now, limit
 const TIMEOUT_PARAMS = [0, 100]; // now, limit
 

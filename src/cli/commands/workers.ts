@@ -1,12 +1,13 @@
 /** `weft workers [--json]`: the workers the server knows, with what they hold. */
 import type { Command } from 'commander';
-import type { CurrentLease, WorkerView } from '../../protocol/types.js';
+import type { CurrentJob, WorkerView } from '../../protocol/types.js';
 import { action, formatAgo, makeClient, palette, serverOption, table, type Palette, type ServerOptions } from './common.js';
 
-const jobRef = (j: CurrentLease) => `${j.workflow_id}/${j.job_id} (run ${j.run_number})`;
+const jobRef = (j: CurrentJob) => `${j.workflow_id}/${j.job_id} (run ${j.run_number})`;
 
 function currentJob(w: WorkerView): string {
-  const jobs = w.current_leases ?? (w.current_lease ? [w.current_lease] : []);
+  // current_jobs names every job whatever the token; older servers send only the leases.
+  const jobs = w.current_jobs ?? w.current_leases ?? (w.current_lease ? [w.current_lease] : []);
   if (jobs.length === 0) return '-';
   return jobs.length === 1 ? jobRef(jobs[0]!) : `${jobRef(jobs[0]!)} +${jobs.length - 1} more`;
 }

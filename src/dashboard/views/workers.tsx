@@ -1,6 +1,6 @@
 /** The workers the server knows: labels, status, the job each holds (linked) and when it was last seen. */
 import { useEffect, useState } from 'preact/hooks';
-import type { WorkerView } from '../../protocol/types.js';
+import type { CurrentJob, WorkerView } from '../../protocol/types.js';
 import { api } from '../api';
 import { ago, useNow } from '../format';
 import { workflowHref } from '../router';
@@ -61,11 +61,11 @@ export function WorkersView() {
                   <StateBadge state={w.status} />
                 </td>
                 <td>
-                  {w.current_leases.length === 0 ? (
+                  {heldJobs(w).length === 0 ? (
                     <span class="muted">—</span>
                   ) : (
-                    w.current_leases.map((l) => (
-                      <div key={l.lease_id}>
+                    heldJobs(w).map((l) => (
+                      <div key={`${l.workflow_id}/${l.run_number}/${l.job_id}`}>
                         <a href={workflowHref(l.workflow_id, l.run_number, l.job_id)}>
                           {l.workflow_id} / {l.job_id}
                         </a>{' '}
@@ -84,4 +84,9 @@ export function WorkersView() {
       )}
     </section>
   );
+}
+
+/** Every job the worker holds: `current_jobs`, which any token sees (older servers send only their leases). */
+function heldJobs(w: WorkerView): CurrentJob[] {
+  return w.current_jobs ?? w.current_leases;
 }

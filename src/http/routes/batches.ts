@@ -1,10 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { WeftError, type ErrorBody } from '../../protocol/errors.js';
 import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
 import { clientGone } from '../client-gone.js';
 import { claimBatchAnswer, heartbeatBatchAnswer, reportBatchAnswer } from '../response-schemas.js';
 import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';
+import { leaseHolder, requireWorkerScope } from '../auth.js';
 
 /** How many jobs, reports or leases one batch may carry. */
 export const MAX_BATCH = 1000;
@@ -25,7 +26,8 @@ const leaseId = idParam;
  */
 export function batchRoutes(app: FastifyInstance, engine: Engine): void {
   app.post<{ Body: BatchClaimRequest }>('/api/jobs/claim-batch', { schema: { body: claimSchema, response: { 200: claimBatchAnswer } } }, async (req, reply) => {
-    return { claims: await claimFor(engine, req.body, reply) };
+    requireWorkerScope(req, req.body.worker_id, req.body.labels ?? []);
+    return { claims: await claimFor(engine, req.body, req, reply) };
   });
 
   app.post<{ Body: ReportBatchRequest }>(
@@ -68,6 +70,9 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           throw new WeftError('invalid_request', `body.reports[${i}] is a complete report: "error" and "retryable" belong to fail reports`);
         }
       });
+      // Before any report is applied: a refused request does nothing.
+      if (req.body.claim) requireWorkerScope(req, req.body.claim.worker_id, req.body.claim.labels ?? []);
+      const holder = leaseHolder(req);
       // The reports, and the claim after them, reach the store together, so that one commit can hold
       // them all: the reports are handed over first (synchronously, in order), so the claim sees the
       // jobs they enqueue. Each report still settles on its own.
@@ -76,15 +81,15 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           try {
             const value =
               r.outcome === 'complete'
-                ? await engine.complete(r.lease_id, r.outputs ?? {})
-                : await engine.fail(r.lease_id, r.error!, r.retryable ?? false);
+                ? await engine.complete(r.lease_id, r.outputs ?? {}, holder)
+                : await engine.fail(r.lease_id, r.error!, r.retryable ?? false, holder);
             return { lease_id: r.lease_id, status: 200, result: { ok: true, ...value } };
           } catch (err) {
             return { lease_id: r.lease_id, ...refusal(err) };
           }
         }),
       );
-      const claiming = req.body.claim ? claimFor(engine, req.body.claim, reply) : Promise.resolve([]);
+      const claiming = req.body.claim ? claimFor(engine, req.body.claim, req, reply) : Promise.resolve([]);
       const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
       if (settledReports.status === 'rejected') {
         // No answer will carry the claims: put their jobs back rather than leave them leased.
@@ -112,10 +117,11 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
+      const holder = leaseHolder(req);
       const results = await Promise.all(
         req.body.lease_ids.map(async (id): Promise<HeartbeatResult> => {
           try {
-            return { lease_id: id, status: 200, lease: await engine.heartbeat(id) };
+            return { lease_id: id, status: 200, lease: await engine.heartbeat(id, holder) };
           } catch (err) {
             return { lease_id: id, ...refusal(err) };
           }
@@ -126,10 +132,10 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
   );
 }
 
-async function claimFor(engine: Engine, c: BatchClaimRequest, reply: import('fastify').FastifyReply) {
+async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyRequest, reply: FastifyReply) {
   const gone = clientGone(reply);
   const claims = await engine.claimMany(
-    { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs },
+    { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs, token_name: leaseHolder(req) },
     c.max_jobs ?? 1,
     { waitMs: (c.wait_secs ?? 0) * 1000, signal: gone.signal },
   );

@@ -4,6 +4,7 @@ import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from
 import { clientGone } from '../client-gone.js';
 import { claimResult, completeAnswer, failAnswer, heartbeatAnswer, pushLogsAnswer } from '../response-schemas.js';
 import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';
+import { leaseHolder, requireWorkerScope } from '../auth.js';
 
 const leaseParams = { type: 'object', properties: { lease_id: idParam } } as const;
 
@@ -25,8 +26,12 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     },
     async (req, reply) => {
       const { worker_id, labels = [], lease_ttl_secs, wait_secs = 0 } = req.body;
+      requireWorkerScope(req, worker_id, labels);
       const gone = clientGone(reply);
-      const result = await engine.claim({ worker_id, labels, lease_ttl_secs }, { waitMs: wait_secs * 1000, signal: gone.signal });
+      const result = await engine.claim(
+        { worker_id, labels, lease_ttl_secs, token_name: leaseHolder(req) },
+        { waitMs: wait_secs * 1000, signal: gone.signal },
+      );
       gone.done();
       // Granted while the client was leaving: nobody will run it, so it goes straight back.
       if (gone.signal.aborted && result !== null) {
@@ -40,7 +45,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
   app.post<{ Params: { lease_id: string } }>(
     '/api/jobs/:lease_id/heartbeat',
     { schema: { params: leaseParams, response: { 200: heartbeatAnswer } } },
-    async (req) => engine.heartbeat(req.params.lease_id),
+    async (req) => engine.heartbeat(req.params.lease_id, leaseHolder(req)),
   );
 
   app.post<{ Params: { lease_id: string }; Body: CompleteRequest | undefined }>(
@@ -53,7 +58,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
-      const result = await engine.complete(req.params.lease_id, req.body?.outputs ?? {});
+      const result = await engine.complete(req.params.lease_id, req.body?.outputs ?? {}, leaseHolder(req));
       return { ok: true, ...result };
     },
   );
@@ -74,7 +79,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     },
     async (req) => {
       // docs/api.md "Lease calls": an omitted `retryable` means a permanent failure.
-      const result = await engine.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false);
+      const result = await engine.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false, leaseHolder(req));
       return { ok: true, ...result };
     },
   );
@@ -112,7 +117,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
-      const result = await engine.pushLogs(req.params.lease_id, req.body.chunks);
+      const result = await engine.pushLogs(req.params.lease_id, req.body.chunks, leaseHolder(req));
       return { ok: true, ...result };
     },
   );

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { RegisterRequest } from '../../protocol/types.js';
 import { labelsSchema, workerIdSchema } from '../schemas.js';
+import { leaseVisibility, requireWorkerScope } from '../auth.js';
 
 export function workerRoutes(app: FastifyInstance, engine: Engine): void {
   app.post<{ Body: RegisterRequest }>(
@@ -16,8 +17,11 @@ export function workerRoutes(app: FastifyInstance, engine: Engine): void {
         },
       },
     },
-    async (req) => engine.registerWorker(req.body.worker_id, req.body.labels ?? []),
+    async (req) => {
+      requireWorkerScope(req, req.body.worker_id, req.body.labels ?? []);
+      return engine.registerWorker(req.body.worker_id, req.body.labels ?? [], leaseVisibility(req));
+    },
   );
 
-  app.get('/api/workers', async () => engine.listWorkers());
+  app.get('/api/workers', async (req) => engine.listWorkers(leaseVisibility(req)));
 }

@@ -1,4 +1,4 @@
-import { isLeaseExpired } from '../../domain/lease.js';
+import { isLeaseExpired, leaseUsableBy } from '../../domain/lease.js';
 import { endedJob, propagate, type EndedJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
@@ -134,10 +134,12 @@ export type Verdict =
  * Locks the lease and decides what a lease call may do with it. Running out (expiry, then timeout) is
  * applied right here, so the caller's refusal already reflects the job back in the queue.
  */
-export async function judgeLease(q: Exec, leaseId: string, nowMs: number): Promise<Verdict> {
+export async function judgeLease(q: Exec, leaseId: string, nowMs: number, holder: string | null = null): Promise<Verdict> {
   const locked = lockedLease((await q(QUERIES.lockLease, [leaseId]))[0]);
   if (!locked) return { kind: 'refused', outcome: { kind: 'not_found' } };
   const { lease, job } = locked;
+  // Before anything else: a call with another token than the claim's changes nothing, not even an expiry.
+  if (!leaseUsableBy(lease.token_name, holder)) return { kind: 'refused', outcome: { kind: 'not_yours', token_name: lease.token_name! } };
   switch (lease.state) {
     case 'cancelled':
       return { kind: 'cancelled', lease };

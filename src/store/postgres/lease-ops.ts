@@ -25,17 +25,22 @@ import { pipeline, statement, transaction, writeStatement, type Exec, type Sql }
  */
 
 /** The worker is recorded as seen by a statement sent with COMMIT (see TxOptions.after). */
-const touch = (leaseId: string, nowMs: number) => ({ text: QUERIES.touchLeaseWorker, params: [leaseId, nowMs] });
+const touch = (leaseId: string, nowMs: number, holder: string | null) => ({ text: QUERIES.touchLeaseWorker, params: [leaseId, nowMs, holder] });
 
-export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
-  const [row] = await writeStatement(sql, QUERIES.renewLease, [leaseId, nowMs]);
+/*
+ * `holder`: the name of the token the call came with (null: none); a lease claimed with another
+ * token is refused `not_yours` by the guards and by judgeLease, and nothing changes.
+ */
+
+export async function heartbeat(sql: Sql, leaseId: string, nowMs: number, holder: string | null): Promise<HeartbeatOutcome> {
+  const [row] = await writeStatement(sql, QUERIES.renewLease, [leaseId, nowMs, holder]);
   if (row) return { kind: 'renewed', lease: toLease(row) };
   const outcome = await transaction(sql, async (q): Promise<HeartbeatOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs);
+    const v = await judgeLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', lease: v.lease };
     // Live after all (the guard and the lock disagree only under racing calls): renew under the lock.
-    const [again] = await q(QUERIES.renewLease, [leaseId, nowMs]);
+    const [again] = await q(QUERIES.renewLease, [leaseId, nowMs, holder]);
     return { kind: 'renewed', lease: toLease(required(again, 'renewLease', leaseId)) };
   });
   return settleRunsOf(sql, nowMs, outcome);
@@ -46,10 +51,10 @@ export async function heartbeat(sql: Sql, leaseId: string, nowMs: number): Promi
  * with the check whether its run is over right behind it in the same round trip; no lock is held
  * across a round trip. Only when its guard fails does a transaction lock the lease and look closer.
  */
-export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome> {
+export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number, holder: string | null): Promise<CompleteOutcome> {
   const encoded = JSON.stringify(outputs);
   const [done, check] = await pipeline(sql, [
-    [QUERIES.completeJob, [leaseId, encoded, nowMs]],
+    [QUERIES.completeJob, [leaseId, encoded, nowMs, holder]],
     [QUERIES.runOpenOfLease, [leaseId]],
   ]);
   const row = done![0];
@@ -59,7 +64,7 @@ export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowM
     return completed(row);
   }
   const outcome = await transaction(sql, async (q): Promise<CompleteOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs);
+    const v = await judgeLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
     return completeLocked(q, v.locked, encoded, nowMs);
@@ -98,22 +103,28 @@ function completed(row: Row): CompleteOutcome {
   return { kind: 'completed', job, enqueued, changes };
 }
 
-export async function fail(sql: Sql, leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome> {
+export async function fail(sql: Sql, leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null): Promise<FailOutcome> {
   const outcome = await transaction(
     sql,
     async (q): Promise<FailOutcome> => {
-      const v = await judgeLease(q, leaseId, nowMs);
+      const v = await judgeLease(q, leaseId, nowMs, holder);
       if (v.kind === 'refused') return v.outcome;
       if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
       const r = await applyFailure(q, v.locked, 'failed', storableText(error), retryable, nowMs);
       return { kind: 'failed', job: r.job, started_at_ms: v.locked.job.started_at_ms ?? nowMs, changes: r.changes };
     },
-    { after: touch(leaseId, nowMs) },
+    { after: touch(leaseId, nowMs, holder) },
   );
   return settleRunsOf(sql, nowMs, outcome);
 }
 
-export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
+export async function pushLogs(
+  sql: Sql,
+  leaseId: string,
+  chunks: readonly IncomingChunk[],
+  nowMs: number,
+  holder: string | null,
+): Promise<PushLogsOutcome> {
   const encoded = chunks.map((c) => ({
     workflow_id: c.workflow_id ?? null,
     job_id: c.job_id ?? null,
@@ -122,15 +133,15 @@ export async function pushLogs(sql: Sql, leaseId: string, chunks: readonly Incom
     data: storableText(c.data),
     timestamp_ms: c.timestamp_ms ?? nowMs,
   }));
-  const [row] = await writeStatement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded]);
+  const [row] = await writeStatement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded, holder]);
   if (row) return { kind: 'stored', lease: toLease(row), accepted: chunks.length };
   const outcome = await transaction(sql, async (q): Promise<PushLogsOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs);
+    const v = await judgeLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     const lease = v.kind === 'cancelled' ? v.lease : v.locked.lease;
     const mismatch = findMismatch(chunks, lease);
     if (mismatch) return { kind: 'mismatch', lease, ...mismatch };
-    const [again] = await q(QUERIES.pushLogs, [leaseId, nowMs, encoded]);
+    const [again] = await q(QUERIES.pushLogs, [leaseId, nowMs, encoded, holder]);
     return { kind: 'stored', lease: toLease(required(again, 'pushLogs', leaseId)), accepted: chunks.length };
   });
   return settleRunsOf(sql, nowMs, outcome);

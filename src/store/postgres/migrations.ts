@@ -219,6 +219,15 @@ ALTER TABLE runs ADD COLUMN plan TEXT;
 CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued';
 `,
   },
+  {
+    version: 9,
+    name: 'leases: the token each was claimed with',
+    // token_name: only that token may use the lease (README "Access tokens"). Leases granted before
+    // keep NULL, which binds them to no token, as a claim on a server without tokens does.
+    sql: `
+ALTER TABLE leases ADD COLUMN token_name TEXT;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -156,20 +156,20 @@ export class PostgresStore implements Store {
     return leaseOps.releaseLeases(this.sql, leaseIds);
   }
 
-  heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
-    return leaseOps.heartbeat(this.sql, leaseId, nowMs);
+  heartbeat(leaseId: string, nowMs: number, holder: string | null = null): Promise<HeartbeatOutcome> {
+    return leaseOps.heartbeat(this.sql, leaseId, nowMs, holder);
   }
 
-  complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome> {
-    return leaseOps.complete(this.sql, leaseId, outputs, nowMs);
+  complete(leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): Promise<CompleteOutcome> {
+    return leaseOps.complete(this.sql, leaseId, outputs, nowMs, holder);
   }
 
-  fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome> {
-    return leaseOps.fail(this.sql, leaseId, error, retryable, nowMs);
+  fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null = null): Promise<FailOutcome> {
+    return leaseOps.fail(this.sql, leaseId, error, retryable, nowMs, holder);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
-    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): Promise<PushLogsOutcome> {
+    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs, holder);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -18,10 +18,19 @@ import { RETENTION_QUERIES } from './retention-queries.js';
  * upstream outputs on the rows it locks.
  */
 
-/** Records the lease's worker as seen, creating it with no labels when unknown. */
-const touchWorkerOf = (lease: string, now: string) => `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
-    SELECT worker_id, '[]', ${now}, ${now} FROM leases WHERE lease_id = ${lease}
+/**
+ * Records the lease's worker as seen, creating it with no labels when unknown; not when the call came
+ * with another token than the lease's claim (`holder`, see usableBy).
+ */
+const touchWorkerOf = (lease: string, now: string, holder: string) => `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
+    SELECT worker_id, '[]', ${now}, ${now} FROM leases l WHERE l.lease_id = ${lease} AND ${usableBy('l', holder)}
     ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms`;
+
+/**
+ * domain/lease.ts leaseUsableBy as SQL: a call may use the lease `l` when it came without a token
+ * (`holder` NULL), the lease was claimed without one, or with the same one.
+ */
+const usableBy = (l: string, holder: string) => `(${holder}::text IS NULL OR ${l}.token_name IS NULL OR ${l}.token_name = ${holder}::text)`;
 
 /** The lease (row locked) with its job; the job is as of the statement's snapshot (see judgeLease). */
 const LEASE_WITH_JOB = `SELECT to_json(l.*) AS lease, to_json(j.*) AS job
@@ -299,7 +308,7 @@ export const QUERIES = {
    * The whole claim in one statement: the oldest `max` of the locked candidates become running under a
    * fresh lease each, and the worker is recorded (its row last: the unreferenced CTE runs after the rest).
    * $1..$3 as claimCandidates ($3 = max), $4 lease ids (text[], the i-th claimed job takes the i-th),
-   * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry.
+   * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry, $9 the claim's token name (or NULL).
    */
   claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
     ), pick AS (
@@ -313,9 +322,9 @@ export const QUERIES = {
       RETURNING j.*, p.n
     ), granted AS (
       INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
-        granted_at_ms, renewed_at_ms, expires_at_ms, state)
+        granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
       SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, $5, $7::int,
-        $2::bigint, $2::bigint, $8::bigint, 'active'
+        $2::bigint, $2::bigint, $8::bigint, 'active', $9::text
       FROM taken t
     ), seen AS (
       INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($5, $6, $2::bigint, $2::bigint)
@@ -344,25 +353,26 @@ export const QUERIES = {
   /**
    * Heartbeat, when the lease is live: renewed by its own ttl from now (leaseExpiresAt). Records the
    * worker either way, after the lease (`seen` is unreferenced, so it runs once the main query is done).
-   * No row: the caller looks closer (lockLease). $1 lease id, $2 now.
+   * No row: the caller looks closer (lockLease). $1 lease id, $2 now, $3 the call's token name (or NULL).
    */
   renewLease: `WITH renewed AS (
       UPDATE leases l SET renewed_at_ms = $2::bigint, expires_at_ms = $2::bigint + l.ttl_secs::bigint * 1000
-      WHERE l.lease_id = $1 AND l.state = 'active' AND $2::bigint <= l.expires_at_ms
+      WHERE l.lease_id = $1 AND l.state = 'active' AND $2::bigint <= l.expires_at_ms AND ${usableBy('l', '$3')}
         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.row_id = l.job_row_id AND j.deadline_ms < $2::bigint)
       RETURNING l.*
-    ), seen AS (${touchWorkerOf('$1', '$2::bigint')})
+    ), seen AS (${touchWorkerOf('$1', '$2::bigint', '$3')})
     SELECT * FROM renewed`,
   /**
    * Stores log chunks when the lease is live or cancelled and no chunk names another workflow or job;
    * a (run, job, attempt, sequence) already stored is kept. Records the worker either way, after the
    * inserts (the main query reads `stored`; an unreferenced CTE runs once the main query is done), since
    * an insert may wait for a concurrent copy of the same chunk.
-   * $1 lease id, $2 now, $3 chunks (JSON array of {workflow_id?, job_id?, sequence, stream, data, timestamp_ms}).
+   * $1 lease id, $2 now, $3 chunks (JSON array of {workflow_id?, job_id?, sequence, stream, data, timestamp_ms}),
+   * $4 the call's token name (or NULL).
    */
   pushLogs: `WITH lease AS (
       SELECT l.* FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
-      WHERE l.lease_id = $1
+      WHERE l.lease_id = $1 AND ${usableBy('l', '$4')}
         AND (l.state = 'cancelled' OR (l.state = 'active' AND $2::bigint <= l.expires_at_ms
           AND (j.deadline_ms IS NULL OR $2::bigint <= j.deadline_ms)))
         AND NOT EXISTS (SELECT 1 FROM json_to_recordset($3::json) AS c(workflow_id text, job_id text)
@@ -375,10 +385,10 @@ export const QUERIES = {
       ORDER BY c.ord
       ON CONFLICT DO NOTHING
       RETURNING 1
-    ), seen AS (${touchWorkerOf('$1', '$2::bigint')})
+    ), seen AS (${touchWorkerOf('$1', '$2::bigint', '$4')})
     SELECT l.* FROM lease l WHERE (SELECT count(*) FROM stored) >= 0`,
-  /** Sent after a lease call's transaction commits. $1 lease id, $2 now. */
-  touchLeaseWorker: touchWorkerOf('$1', '$2::bigint'),
+  /** Sent after a lease call's transaction commits. $1 lease id, $2 now, $3 the call's token name (or NULL). */
+  touchLeaseWorker: touchWorkerOf('$1', '$2::bigint', '$3'),
   /** A lease call that must decide: the lease locked, with its job. $1 lease id. */
   lockLease: `${LEASE_WITH_JOB} WHERE l.lease_id = $1 FOR UPDATE OF l`,
   /**
@@ -397,12 +407,12 @@ export const QUERIES = {
    *
    * Only for a job whose end cannot skip anything below it (no conditional dependent, no failure
    * above it): otherwise the guard fails and lease-ops.ts takes the general way (succeedJob).
-   * $1 lease id, $2 outputs (JSON), $3 now.
+   * $1 lease id, $2 outputs (JSON), $3 now, $4 the call's token name (or NULL).
    */
   completeJob: `WITH lease AS (
       UPDATE leases l SET state = 'completed'
       FROM jobs j
-      WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms
+      WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms AND ${usableBy('l', '$4')}
         AND j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id
         AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
         AND j.conditional_dependents = 0 AND j.failed_upstream = 0
@@ -434,7 +444,7 @@ export const QUERIES = {
           ELSE (d.upstream_outputs::jsonb || jsonb_build_object(done.job_id, $2::text))::text END
       FROM below, done WHERE d.row_id = below.row_id
       RETURNING d.row_id, d.job_id, d.status
-    ), seen AS (${touchWorkerOf('$1', '$3::bigint')})
+    ), seen AS (${touchWorkerOf('$1', '$3::bigint', '$4')})
     SELECT done.*,
       (SELECT COALESCE(json_agg(json_build_object('row_id', u.row_id, 'job_id', u.job_id)), '[]')
         FROM unblocked u WHERE u.status = 'queued') AS enqueued

@@ -298,9 +298,10 @@ export async function claim(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
     JSON.stringify(req.worker_labels),
     req.ttl_secs,
     expires,
+    req.token_name ?? null,
   ]);
   return rows.map((r) => {
     const job = toJob(r);
-    return { job, lease: newLease(job, job.lease_id!, req.worker_id, req.ttl_secs, now, expires) };
+    return { job, lease: newLease(job, job.lease_id!, req.worker_id, req.ttl_secs, now, expires, req.token_name ?? null) };
   });
 }

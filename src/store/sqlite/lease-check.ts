@@ -1,4 +1,4 @@
-import { isLeaseExpired } from '../../domain/lease.js';
+import { isLeaseExpired, leaseUsableBy } from '../../domain/lease.js';
 import { LEASE_EXPIRED_ERROR, timedOutError } from '../../domain/retry.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal } from '../store.js';
 import { toLease, type Row } from '../rows.js';
@@ -14,12 +14,14 @@ export type LeaseCheck =
 /**
  * The guard of every lease call. Running out of time is settled right here, not only by the reaper
  * (README "How a run works": the call that finds the lease expired puts the job back in the queue).
- * The worker is recorded as seen whatever the answer, once its lease is known.
+ * The worker is recorded as seen whatever the answer, once its lease is known, unless the call came
+ * with another token than the claim (`holder`, see leaseUsableBy): that one changes nothing at all.
  */
-export function checkLease(c: Conn, leaseId: string, nowMs: number): LeaseCheck {
+export function checkLease(c: Conn, leaseId: string, nowMs: number, holder: string | null): LeaseCheck {
   const row = c.q('getLease').get(leaseId) as Row | undefined;
   if (!row) return { kind: 'not_found' };
   const lease = toLease(row);
+  if (!leaseUsableBy(lease.token_name, holder)) return { kind: 'not_yours', token_name: lease.token_name! };
   c.q('touchWorker').run(lease.worker_id, nowMs, nowMs);
   switch (lease.state) {
     case 'active':

@@ -197,9 +197,9 @@ export const QUERIES = {
 
   /** every LeaseRecord field by name */
   insertLease: `INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
-      granted_at_ms, renewed_at_ms, expires_at_ms, state)
+      granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
     VALUES (@lease_id, @job_row_id, @workflow_id, @run_number, @job_id, @attempt, @worker_id, @ttl_secs,
-      @granted_at_ms, @renewed_at_ms, @expires_at_ms, @state)`,
+      @granted_at_ms, @renewed_at_ms, @expires_at_ms, @state, @token_name)`,
   /** ? lease_id */
   getLease: `SELECT * FROM leases WHERE lease_id = ?`,
   /** ? renewed_at_ms, ? expires_at_ms, ? lease_id; no row unless active */

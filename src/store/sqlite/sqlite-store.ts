@@ -123,20 +123,20 @@ export class SqliteStore implements Store {
     return this.write('releaseLeases', [leaseIds]);
   }
 
-  heartbeat(leaseId: string, nowMs: number): Promise<HeartbeatOutcome> {
-    return this.write('heartbeat', [leaseId, nowMs]);
+  heartbeat(leaseId: string, nowMs: number, holder: string | null = null): Promise<HeartbeatOutcome> {
+    return this.write('heartbeat', [leaseId, nowMs, holder]);
   }
 
-  complete(leaseId: string, outputs: Outputs, nowMs: number): Promise<CompleteOutcome> {
-    return this.write('complete', [leaseId, outputs, nowMs]);
+  complete(leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): Promise<CompleteOutcome> {
+    return this.write('complete', [leaseId, outputs, nowMs, holder]);
   }
 
-  fail(leaseId: string, error: string, retryable: boolean, nowMs: number): Promise<FailOutcome> {
-    return this.write('fail', [leaseId, error, retryable, nowMs]);
+  fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null = null): Promise<FailOutcome> {
+    return this.write('fail', [leaseId, error, retryable, nowMs, holder]);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
-    return this.write('pushLogs', [leaseId, chunks, nowMs]);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): Promise<PushLogsOutcome> {
+    return this.write('pushLogs', [leaseId, chunks, nowMs, holder]);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

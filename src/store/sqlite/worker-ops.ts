@@ -1,5 +1,5 @@
 import { endedJob } from '../../domain/conditions.js';
-import { isLeaseExpired, leaseExpiresAt } from '../../domain/lease.js';
+import { isLeaseExpired, leaseExpiresAt, leaseUsableBy } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
@@ -49,7 +49,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
       | undefined;
     if (!row) continue;
     const job = toJob(row);
-    const lease = newLease(job, leaseId, req.worker_id, req.ttl_secs, now, leaseExpiresAt(now, req.ttl_secs));
+    const lease = newLease(job, leaseId, req.worker_id, req.ttl_secs, now, leaseExpiresAt(now, req.ttl_secs), req.token_name ?? null);
     c.q('insertLease').run(lease);
     claimed.push({ job, lease });
   }
@@ -70,8 +70,8 @@ export function releaseLeases(c: Conn, leaseIds: readonly string[]): JobChange[]
   return changes;
 }
 
-export function heartbeat(c: Conn, leaseId: string, nowMs: number): HeartbeatOutcome {
-  const check = checkLease(c, leaseId, nowMs);
+export function heartbeat(c: Conn, leaseId: string, nowMs: number, holder: string | null = null): HeartbeatOutcome {
+  const check = checkLease(c, leaseId, nowMs, holder);
   if (check.kind === 'cancelled') return { kind: 'cancelled', lease: check.lease };
   if (check.kind !== 'live') return check;
   const row = c.q('renewLease').get(nowMs, leaseExpiresAt(nowMs, check.lease.ttl_secs), leaseId) as Row;
@@ -82,20 +82,25 @@ export function heartbeat(c: Conn, leaseId: string, nowMs: number): HeartbeatOut
  * The job succeeds; each direct dependent counts one need fewer, and those reaching zero are queued
  * with the outputs of their needs (README "How a run works": one transaction).
  */
-export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: number): CompleteOutcome {
+export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): CompleteOutcome {
   const encoded = JSON.stringify(outputs);
   // The common case, a live lease, takes one guarded update of the job; anything else (unknown,
   // settled, cancelled, expired, past its deadline) goes through the full check.
   const lease = c.q('getLease').get(leaseId) as Row | undefined;
   let row: Row | undefined;
-  if (lease && lease.state === 'active' && !isLeaseExpired(lease.expires_at_ms as number, nowMs)) {
+  if (
+    lease &&
+    lease.state === 'active' &&
+    !isLeaseExpired(lease.expires_at_ms as number, nowMs) &&
+    leaseUsableBy((lease.token_name as string | null) ?? null, holder)
+  ) {
     row = c.q('succeedLiveJob').get({ row_id: lease.job_row_id, lease_id: leaseId, now_ms: nowMs, outputs: encoded }) as Row | undefined;
   }
   if (row) {
     c.q('touchWorker').run(lease!.worker_id, nowMs, nowMs);
     c.q('closeLease').run('completed', leaseId);
   } else {
-    const check = checkLease(c, leaseId, nowMs);
+    const check = checkLease(c, leaseId, nowMs, holder);
     if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
     if (check.kind !== 'live') return check;
     settleLease(c, leaseId, 'completed');
@@ -123,8 +128,8 @@ export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: numb
   return { kind: 'completed', job, enqueued, changes };
 }
 
-export function fail(c: Conn, leaseId: string, error: string, retryable: boolean, nowMs: number): FailOutcome {
-  const check = checkLease(c, leaseId, nowMs);
+export function fail(c: Conn, leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null = null): FailOutcome {
+  const check = checkLease(c, leaseId, nowMs, holder);
   if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };
   if (check.kind !== 'live') return check;
   settleLease(c, leaseId, 'failed');
@@ -134,8 +139,8 @@ export function fail(c: Conn, leaseId: string, error: string, retryable: boolean
 }
 
 /** Chunks of the lease's attempt; also on a cancelled lease, so a cancelled job's last words are kept. */
-export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): PushLogsOutcome {
-  const check = checkLease(c, leaseId, nowMs);
+export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): PushLogsOutcome {
+  const check = checkLease(c, leaseId, nowMs, holder);
   if (check.kind !== 'live' && check.kind !== 'cancelled') return check;
   const { lease } = check;
   for (const [index, chunk] of chunks.entries()) {
