@@ -34,7 +34,13 @@ export interface ServerConfig {
   postgres?: { max: number; statementTimeoutMs: number; connectTimeoutMs: number };
   /** Accepted tokens (WEFT_TOKENS_FILE, WEFT_*_TOKEN); none: authentication off. */
   tokens: TokenEntry[];
+  /** EVENTS_REPLAY_BYTES, STREAM_BACKLOG_BYTES and MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
+  eventsReplayBytes: number;
+  streamBacklogBytes: number;
+  maxLogBytesPerAttempt: number;
 }
+
+const MIB = 1024 * 1024;
 
 export function loadServerConfig(env: Env = process.env): ServerConfig {
   const sync = (env.SQLITE_SYNCHRONOUS ?? 'FULL').trim().toUpperCase();
@@ -71,6 +77,9 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
       connectTimeoutMs: envNumber(env, 'PG_CONNECT_TIMEOUT_MS', 5_000, { min: 100, integer: true }),
     },
     tokens: loadTokens(env),
+    eventsReplayBytes: envNumber(env, 'EVENTS_REPLAY_BYTES', 8 * MIB, { min: 0, integer: true }),
+    streamBacklogBytes: envNumber(env, 'STREAM_BACKLOG_BYTES', 4 * MIB, { min: 16 * 1024, integer: true }),
+    maxLogBytesPerAttempt: envNumber(env, 'MAX_LOG_BYTES_PER_ATTEMPT', 64 * MIB, { min: 1024, integer: true }),
   };
 }
 

@@ -219,6 +219,20 @@ ALTER TABLE runs ADD COLUMN plan TEXT;
 CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued';
 `,
   },
+  {
+    version: 10,
+    name: 'log budget: bytes logged by the current attempt of each job',
+    // MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"): a push reads and adds to the attempt's count on its
+    // job's row, so that the cap costs no scan of the chunks; log_truncated once the marker is stored.
+    // None of these columns is indexed, so the update stays a HOT update. Rows written before count
+    // from their next push.
+    sql: `
+ALTER TABLE jobs
+  ADD COLUMN log_attempt   INTEGER,
+  ADD COLUMN log_bytes     BIGINT   NOT NULL DEFAULT 0,
+  ADD COLUMN log_truncated SMALLINT NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

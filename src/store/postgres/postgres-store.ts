@@ -168,8 +168,8 @@ export class PostgresStore implements Store {
     return leaseOps.fail(this.sql, leaseId, error, retryable, nowMs);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
-    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, maxBytes?: number): Promise<PushLogsOutcome> {
+    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs, maxBytes);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

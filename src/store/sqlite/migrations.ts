@@ -195,6 +195,18 @@ ALTER TABLE runs ADD COLUMN plan TEXT;
 CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued';
 `,
   },
+  {
+    version: 10,
+    name: 'log budget: bytes logged by the current attempt of each job',
+    // MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"): a push reads and adds to the attempt's count on its
+    // job's row, so that the cap costs no scan of the chunks; log_truncated once the marker is stored.
+    // Rows written before count from their next push.
+    sql: `
+ALTER TABLE jobs ADD COLUMN log_attempt INTEGER;
+ALTER TABLE jobs ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN log_truncated INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

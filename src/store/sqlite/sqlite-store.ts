@@ -135,8 +135,8 @@ export class SqliteStore implements Store {
     return this.write('fail', [leaseId, error, retryable, nowMs]);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number): Promise<PushLogsOutcome> {
-    return this.write('pushLogs', [leaseId, chunks, nowMs]);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, maxBytes?: number): Promise<PushLogsOutcome> {
+    return this.write('pushLogs', [leaseId, chunks, nowMs, maxBytes]);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {
