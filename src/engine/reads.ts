@@ -26,7 +26,7 @@ const LOG_PAGE_CHUNKS = 500;
 const LOG_PAGE_BYTES = 1024 * 1024;
 
 /** Job rows read and serialized at once when a list answer writes a large run: a few milliseconds' work. */
-const JOB_PAGE = 500;
+const JOB_PAGE = 200;
 import { jobViews, logChunkView, runSummaries, statusDocument, workerViews, workflowSummary } from './views.js';
 
 /**

@@ -45,12 +45,13 @@ export async function startInProcess(
     onRoute?: AppOptions['onRoute'];
     requestTimeoutMs?: number;
     maxStreams?: number;
+    maxLogBytesPerAttempt?: number;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,

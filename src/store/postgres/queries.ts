@@ -359,7 +359,7 @@ export const QUERIES = {
    * Stores log chunks when the lease is live or cancelled and no chunk names another workflow or job;
    * a (run, job, attempt, sequence) already stored is kept. Within the attempt's log budget
    * (src/domain/log-budget.ts), counted on its job row: the leading chunks whose running total fits
-   * are stored, the first that does not is replaced by the marker, and a closed budget stores nothing;
+   * (a chunk already stored, a re-send, counting nothing) are stored, the first that does not is replaced by the marker, and a closed budget stores nothing;
    * the row's count grows by what was really inserted (a re-send counts once). Two pushes of one
    * attempt at the same moment may both fit against the count as it stood, so the cap may be passed
    * by one push; the count itself stays exact. Records the worker either way, after the inserts (the
@@ -380,8 +380,11 @@ export const QUERIES = {
         coalesce(j.log_attempt, -1) > l.attempt OR (coalesce(j.log_attempt, -1) = l.attempt AND j.log_truncated = 1) AS closed
       FROM lease l JOIN jobs j ON j.row_id = l.job_row_id
     ), incoming AS (
-      SELECT c.sequence, c.stream, c.data, c.timestamp_ms, c.ord, b.used + sum(octet_length(c.data)) OVER (ORDER BY c.ord) AS upto
-      FROM budget b CROSS JOIN ROWS FROM (json_to_recordset($3::json)
+      SELECT c.sequence, c.stream, c.data, c.timestamp_ms, c.ord,
+        b.used + sum(CASE WHEN EXISTS (SELECT 1 FROM log_chunks x WHERE x.workflow_id = l.workflow_id AND x.run_number = l.run_number
+          AND x.job_id = l.job_id AND x.attempt = l.attempt AND x.sequence = c.sequence) THEN 0 ELSE octet_length(c.data) END)
+          OVER (ORDER BY c.ord) AS upto
+      FROM lease l CROSS JOIN budget b CROSS JOIN ROWS FROM (json_to_recordset($3::json)
         AS (sequence int, stream text, data text, timestamp_ms bigint)) WITH ORDINALITY AS c(sequence, stream, data, timestamp_ms, ord)
       WHERE NOT b.closed
     ), cut AS (

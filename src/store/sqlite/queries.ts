@@ -234,6 +234,8 @@ export const QUERIES = {
   getLogChunks: `SELECT * FROM log_chunks
     WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
     ORDER BY sequence LIMIT ?`,
+  /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? sequence */
+  logChunkStored: `SELECT 1 FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence = ?`,
   /** What the job's current attempt has logged (src/domain/log-budget.ts). ? row_id */
   getLogBudget: `SELECT log_attempt, log_bytes, log_truncated FROM jobs WHERE row_id = ?`,
   /** ? log_attempt, ? log_bytes, ? log_truncated, ? row_id */

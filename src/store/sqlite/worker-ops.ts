@@ -163,10 +163,12 @@ export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChun
   });
   const row = c.q('getLogBudget').get(lease.job_row_id) as { log_attempt: number | null; log_bytes: number; log_truncated: number };
   const data = chunks.map((chunk) => storableText(chunk.data));
+  const stored = c.q('logChunkStored');
   const fit = fitLogPush(
     { attempt: row.log_attempt, bytes: row.log_bytes, truncated: row.log_truncated === 1 },
     lease.attempt,
-    data.map((d) => Buffer.byteLength(d)),
+    // A chunk already stored (a re-send after a lost answer) costs nothing and is never the one cut.
+    chunks.map((chunk, i) => (stored.get(lease.workflow_id, lease.run_number, lease.job_id, lease.attempt, chunk.sequence) ? 0 : Buffer.byteLength(data[i]!))),
     maxBytes,
   );
   if (fit.closed) return { kind: 'stored', lease, accepted: 0, truncated: true };
