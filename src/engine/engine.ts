@@ -23,6 +23,7 @@ import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
 import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './types.js';
+import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT } from '../domain/log-budget.js';
 import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
@@ -57,8 +58,12 @@ export class Engine extends EngineReads {
   private readonly scheduleGraceMs: number;
   private readonly queued: QueuedRuns;
 
+  /** MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
+  private readonly maxLogBytesPerAttempt: number;
+
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
+    this.maxLogBytesPerAttempt = opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT;
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.log = opts.logger;
     this.outage = new OutageWarnings(opts.logger);
@@ -351,16 +356,20 @@ export class Engine extends EngineReads {
     }
   }
 
-  /** Stores log chunks of the lease's attempt; a re-sent sequence is kept once. */
-  async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number }> {
+  /**
+   * Stores log chunks of the lease's attempt; a re-sent sequence is kept once. Past the attempt's
+   * MAX_LOG_BYTES_PER_ATTEMPT the answer says `truncated` (src/domain/log-budget.ts).
+   */
+  async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number; truncated?: true }> {
     const clean = chunks.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
-    const outcome = await this.store.pushLogs(leaseId, clean, this.now(), holder);
+    const outcome = await this.store.pushLogs(leaseId, clean, this.now(), holder, this.maxLogBytesPerAttempt);
     switch (outcome.kind) {
       case 'stored':
         const change = { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id };
         this.events.emit('logs', change);
         this.peers.sendLogs(change);
-        return { accepted: outcome.accepted };
+        // Absent rather than false, so that the answer is what it always was until the cap is reached.
+        return outcome.truncated ? { accepted: outcome.accepted, truncated: true } : { accepted: outcome.accepted };
       case 'mismatch': {
         const owner = outcome.field === 'workflow_id' ? `workflow "${outcome.lease.workflow_id}"` : `job "${outcome.lease.job_id}"`;
         throw new WeftError(

@@ -1,40 +1,70 @@
 import type { Logger } from 'pino';
 import { WeftError } from '../protocol/errors.js';
 import type { WorkflowState } from '../domain/types.js';
-import type { JobView, StatusDocument } from '../protocol/types.js';
+import type { JobView, StatusDocument, WorkflowSummary } from '../protocol/types.js';
 import type { Engine } from './engine.js';
+import { summaryOfDocument } from './views.js';
 
 /**
  * Live events for dashboards (docs/api.md "Live events"): what changed in a workflow, as job and run
  * events, and every changed workflow as a list item. The engine already announces each durable job
  * change (from this server and, through peers.ts, from the others); this turns those announcements
- * into documents. Changes are gathered for FLUSH_MS, then each changed workflow is read once and
+ * into documents. Changes are gathered for FLUSH_MS (LIST_FLUSH_MS when only the list follows the
+ * workflow), then each changed workflow is read once and
  * compared with the last document sent, so a burst of a thousand completions costs one read per
  * workflow, and nothing is read while nobody listens.
  *
- * Events carry ids `<boot>.<seq>` and the last REPLAY_MS of them are kept: a client that reconnects
- * with Last-Event-ID gets what it missed, or a `resync` (refetch everything) when that is no longer
- * possible: the id is from another server process, too old, or from before this server watched
- * that workflow.
+ * Events carry ids `<boot>.<seq>` and the last REPLAY_MS of them are kept, up to `replayBytes` of
+ * them: a client that reconnects with Last-Event-ID gets what it missed, or a `resync` (refetch
+ * everything) when that is no longer possible: the id is from another server process, too old, or
+ * from before this server watched that workflow.
+ *
+ * Memory stays bounded whatever the workflows' size and however slowly clients read: a list event
+ * carries the workflow's summary (its job counts, not its jobs), each event is serialized once and
+ * shared by every listener and the replay buffer, and a listener whose unsent events pass
+ * `maxBacklogBytes` (a client that stopped reading) is cut off rather than buffered without limit
+ * (README "Limits").
  */
 
 export type LiveEvent =
   | { seq: number; workflow_id: string; type: 'job'; data: JobView & { run_number: number } }
   | { seq: number; workflow_id: string; type: 'run'; data: { run_number: number; status: WorkflowState } }
-  | { seq: number; workflow_id: string; type: 'workflow'; data: StatusDocument }
+  | { seq: number; workflow_id: string; type: 'workflow'; data: WorkflowSummary }
   | { seq: number; workflow_id: string; type: 'deleted'; data: { id: string } };
 
-export type LiveFrame = { type: 'resync' } | LiveEvent;
+/** An event as sent: its data serialized once, whoever it is sent to. */
+export type SentEvent = LiveEvent & { json: string; bytes: number };
+
+export type LiveFrame = { type: 'resync' } | SentEvent;
 
 const FLUSH_MS = 25;
+/**
+ * Changes of workflows only the list stream follows are gathered longer: a list row refreshed four
+ * times a second is live enough, and a busy workflow then costs the list a few reads a second.
+ */
+const LIST_FLUSH_MS = 250;
 const REPLAY_MS = 5 * 60_000;
 const MAX_KEPT = 20_000;
+/** EVENTS_REPLAY_BYTES default: what the replay buffer may hold, serialized. */
+export const DEFAULT_REPLAY_BYTES = 8 * 1024 * 1024;
+/** STREAM_BACKLOG_BYTES default: unsent events a listener may have before it is cut off. */
+export const DEFAULT_BACKLOG_BYTES = 4 * 1024 * 1024;
 /** How long a workflow stays watched after its last listener left, so a reconnect can resume. */
 const LINGER_MS = 60_000;
 
 interface Listener {
   workflowId: string | null;
-  push(frame: LiveFrame): void;
+  push(frame: SentEvent | { type: 'resync' }): void;
+}
+
+export interface LiveEventsOptions {
+  /** Also look at watched workflows this often, for changes made by processes that cannot announce them. */
+  pollMs?: number;
+  now?: () => number;
+  /** EVENTS_REPLAY_BYTES: the most the replay buffer holds (its events' serialized data). */
+  replayBytes?: number;
+  /** STREAM_BACKLOG_BYTES: a listener with more unsent than this is cut off. */
+  maxBacklogBytes?: number;
 }
 
 interface Watch {
@@ -50,7 +80,8 @@ export class LiveEvents {
   /** Distinguishes this process's ids from another's (a restart, another server behind the balancer). */
   readonly boot = Date.now().toString(36);
   private seq = 0;
-  private readonly kept: Array<LiveEvent & { at: number }> = [];
+  private readonly kept: Array<SentEvent & { at: number }> = [];
+  private keptBytes = 0;
   private readonly listeners = new Set<Listener>();
   private readonly watches = new Map<string, Watch>();
   private globalListeners = 0;
@@ -58,6 +89,7 @@ export class LiveEvents {
   private globalLingerUntil = 0;
   private readonly dirty = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
+  private timerDue = 0;
   private flushing: Promise<void> | null = null;
   private readonly poller: NodeJS.Timeout | null;
   private closed = false;
@@ -65,13 +97,19 @@ export class LiveEvents {
   private readonly onWorkflow = (id: string) => this.touch(id);
   private readonly onResync = () => this.resync();
 
+  private readonly now: () => number;
+  private readonly replayBytes: number;
+  readonly maxBacklogBytes: number;
+
   constructor(
     private readonly engine: Engine,
     private readonly log: Logger,
-    /** Also look at watched workflows this often, for changes made by processes that cannot announce them. */
-    pollMs = 1000,
-    private readonly now: () => number = Date.now,
+    opts: LiveEventsOptions = {},
   ) {
+    const pollMs = opts.pollMs ?? 1000;
+    this.now = opts.now ?? Date.now;
+    this.replayBytes = opts.replayBytes ?? DEFAULT_REPLAY_BYTES;
+    this.maxBacklogBytes = opts.maxBacklogBytes ?? DEFAULT_BACKLOG_BYTES;
     engine.events.on('job', this.onJob);
     engine.events.on('workflow', this.onWorkflow);
     engine.events.on('resync', this.onResync);
@@ -98,14 +136,48 @@ export class LiveEvents {
   /**
    * Events of one workflow (`workflowId`) or of every workflow (null), after `lastEventId` when a
    * client resumes. Rejects with 404 before anything is streamed when the workflow does not exist.
+   * The frames are pulled as the connection takes them; when more than maxBacklogBytes wait
+   * (the client stopped reading), they are dropped, the listener leaves and `onOverflow` is called,
+   * which is to end the connection.
    */
-  async subscribe(workflowId: string | null, lastEventId: string | undefined, signal: AbortSignal): Promise<AsyncGenerator<LiveFrame>> {
+  async subscribe(
+    workflowId: string | null,
+    lastEventId: string | undefined,
+    signal: AbortSignal,
+    onOverflow: (backlogBytes: number) => void = () => {},
+  ): Promise<AsyncGenerator<LiveFrame>> {
     const queue: LiveFrame[] = [];
+    let queuedBytes = 0;
     let wake: (() => void) | null = null;
+    let overflowed = false;
+    // What arrives while the stream is being set up is one flush's worth at most: counted from then on.
+    let ready = false;
+    let left = false;
+    const done = () => {
+      if (left) return;
+      left = true;
+      this.listeners.delete(listener);
+      if (workflowId === null) this.unwatchAll();
+      else this.unwatch(workflowId);
+      wake?.();
+    };
     const listener: Listener = {
       workflowId,
       push: (frame) => {
+        if (overflowed) return;
+        const bytes = frame.type === 'resync' ? 0 : frame.bytes;
+        // One event larger than the limit still goes to a client that has taken everything before it.
+        if (ready && queue.length > 0 && queuedBytes + bytes > this.maxBacklogBytes) {
+          overflowed = true;
+          const backlog = queuedBytes + bytes;
+          queue.length = 0;
+          queuedBytes = 0;
+          done();
+          onOverflow(backlog);
+          return;
+        }
         queue.push(frame);
+        queuedBytes += bytes;
         wake?.();
       },
     };
@@ -118,19 +190,24 @@ export class LiveEvents {
       this.listeners.delete(listener);
       throw err;
     }
-    queue.unshift(...this.replay(workflowId, lastEventId));
-    const done = () => {
-      this.listeners.delete(listener);
-      if (workflowId === null) this.unwatchAll();
-      else this.unwatch(workflowId);
-      wake?.();
-    };
+    let replayed: LiveFrame[];
+    try {
+      replayed = this.replay(workflowId, lastEventId);
+    } catch (err) {
+      done();
+      throw err;
+    }
+    queue.unshift(...replayed);
+    queuedBytes = 0;
+    for (const f of queue) queuedBytes += f.type === 'resync' ? 0 : f.bytes;
+    ready = true;
     signal.addEventListener('abort', done, { once: true });
     async function* frames(): AsyncGenerator<LiveFrame> {
       try {
-        while (!signal.aborted) {
+        while (!signal.aborted && !overflowed) {
           const next = queue.shift();
           if (next) {
+            if (next.type !== 'resync') queuedBytes -= next.bytes;
             yield next;
             continue;
           }
@@ -138,7 +215,7 @@ export class LiveEvents {
           wake = null;
         }
       } finally {
-        if (!signal.aborted) done();
+        done();
       }
     }
     return frames();
@@ -188,7 +265,17 @@ export class LiveEvents {
     if (this.closed) return;
     if (!this.watches.has(id) && !this.watchingAll) return;
     this.dirty.add(id);
-    if (!this.timer && !this.flushing) this.timer = setTimeout(() => this.startFlush(), FLUSH_MS);
+    this.schedule(this.watches.has(id) ? FLUSH_MS : LIST_FLUSH_MS);
+  }
+
+  /** Starts a look at the dirty workflows within `delayMs`, unless one is already due sooner or running. */
+  private schedule(delayMs: number): void {
+    if (this.flushing || this.closed) return;
+    const due = performance.now() + delayMs;
+    if (this.timer && this.timerDue <= due) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDue = due;
+    this.timer = setTimeout(() => this.startFlush(), delayMs);
   }
 
   private resync(): void {
@@ -200,11 +287,18 @@ export class LiveEvents {
 
   private startFlush(): void {
     this.timer = null;
+    const started = performance.now();
     this.flushing = this.flush()
       .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'live events: a look at changed workflows failed'))
       .finally(() => {
         this.flushing = null;
-        if (this.dirty.size > 0 && !this.closed) this.timer = setTimeout(() => this.startFlush(), FLUSH_MS);
+        // A look that took long (large watched workflows) is followed by a pause as long, so that
+        // live events never take more than about half of the event loop however busy the workflows.
+        const took = performance.now() - started;
+        if (this.dirty.size > 0) {
+          const watched = [...this.dirty].some((id) => this.watches.has(id));
+          this.schedule(Math.max(watched ? FLUSH_MS : LIST_FLUSH_MS, took));
+        }
       });
   }
 
@@ -216,9 +310,16 @@ export class LiveEvents {
     for (const id of ids) {
       const watch = this.watches.get(id);
       if (!watch && !this.watchingAll) continue;
-      let doc: StatusDocument | null;
+      // The whole document only for a workflow someone watches; the list needs its summary alone.
+      let doc: StatusDocument | null = null;
+      let summary: WorkflowSummary | null;
       try {
-        doc = await this.engine.status(id);
+        if (watch) {
+          doc = await this.engine.status(id);
+          summary = this.watchingAll ? summaryOfDocument(doc) : null;
+        } else {
+          summary = await this.engine.summary(id);
+        }
       } catch (err) {
         if (!(err instanceof WeftError && err.code === 'workflow_not_found')) {
           // Looked at again on the next change or poll.
@@ -226,10 +327,11 @@ export class LiveEvents {
           throw err;
         }
         doc = null;
+        summary = null;
       }
       if (watch) this.compare(id, watch, doc);
       if (this.watchingAll) {
-        this.append(doc ? { seq: 0, workflow_id: id, type: 'workflow', data: doc } : { seq: 0, workflow_id: id, type: 'deleted', data: { id } });
+        this.append(summary ? { seq: 0, workflow_id: id, type: 'workflow', data: summary } : { seq: 0, workflow_id: id, type: 'deleted', data: { id } });
       }
     }
     this.trim(now);
@@ -257,14 +359,29 @@ export class LiveEvents {
 
   private append(ev: LiveEvent): void {
     ev.seq = ++this.seq;
-    this.kept.push({ ...ev, at: this.now() });
-    for (const l of this.listeners) if (wanted(l.workflowId, ev)) l.push(ev);
+    const json = JSON.stringify(ev.data);
+    // UTF-16 length: a close enough measure of the bytes sent, and free.
+    const sent = { ...ev, json, bytes: json.length, at: this.now() } as SentEvent & { at: number };
+    this.kept.push(sent);
+    this.keptBytes += sent.bytes;
+    for (const l of this.listeners) if (wanted(l.workflowId, sent)) l.push(sent);
+    if (this.keptBytes > this.replayBytes) this.trim(this.now());
   }
 
   private trim(now: number): void {
     let drop = 0;
-    while (drop < this.kept.length && (this.kept.length - drop > MAX_KEPT || this.kept[drop]!.at < now - REPLAY_MS)) drop++;
-    if (drop > 0) this.kept.splice(0, drop);
+    let bytes = this.keptBytes;
+    while (
+      drop < this.kept.length &&
+      (this.kept.length - drop > MAX_KEPT || bytes > this.replayBytes || this.kept[drop]!.at < now - REPLAY_MS)
+    ) {
+      bytes -= this.kept[drop]!.bytes;
+      drop++;
+    }
+    if (drop > 0) {
+      this.kept.splice(0, drop);
+      this.keptBytes = bytes;
+    }
   }
 
   /** What a resuming client missed, or a resync when that cannot be told. */
@@ -276,7 +393,11 @@ export class LiveEvents {
     const since = workflowId === null ? this.globalSince : (this.watches.get(workflowId)?.since ?? Infinity);
     const oldest = this.kept.length > 0 ? this.kept[0]!.seq : this.seq + 1;
     if (m[1] !== this.boot || after > this.seq || after < since || after < oldest - 1) return [{ type: 'resync' }];
-    return this.kept.filter((e) => e.seq > after && wanted(workflowId, e));
+    const missed = this.kept.filter((e) => e.seq > after && wanted(workflowId, e));
+    // More than a listener may have waiting: refetching is cheaper than replaying it all.
+    let bytes = 0;
+    for (const e of missed) bytes += e.bytes;
+    return bytes > this.maxBacklogBytes ? [{ type: 'resync' }] : missed;
   }
 }
 

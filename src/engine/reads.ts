@@ -1,9 +1,33 @@
 import type { JobState } from '../domain/types.js';
 import { definitionDocument, type DefinitionDocument } from '../definitions/index.js';
 import { WeftError } from '../protocol/errors.js';
-import type { LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
-import type { ActiveJobCount, JobRecord, Store, StoreReads, WorkflowRecord } from '../store/store.js';
-import { logChunkView, runSummaries, statusDocument, workerViews } from './views.js';
+import type { JobView, LogChunkView, RunSummary, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/types.js';
+import type { ActiveJobCount, RunJobCount, Store, StoreReads, WorkflowRecord } from '../store/store.js';
+
+/** A page of the workflow list (docs/api.md "GET /api/workflows"). */
+export interface ListQuery {
+  limit: number;
+  offset: number;
+  status?: JobState;
+  search?: string;
+}
+
+/**
+ * A status document as a list answer writes it: `doc` with its jobs, or, for a run whose jobs are
+ * rows, `doc` with no jobs yet and `jobPages` yielding them in order.
+ */
+export interface DocumentParts {
+  doc: StatusDocument;
+  jobPages: AsyncIterable<JobView[]> | null;
+}
+
+/** Log chunks read at once, at most; fewer when they are large (about LOG_PAGE_BYTES a page). */
+const LOG_PAGE_CHUNKS = 500;
+const LOG_PAGE_BYTES = 1024 * 1024;
+
+/** Job rows read and serialized at once when a list answer writes a large run: a few milliseconds' work. */
+const JOB_PAGE = 200;
+import { jobViews, logChunkView, runSummaries, statusDocument, workerViews, workflowSummary } from './views.js';
 import type { LeaseVisibility } from './types.js';
 
 /**
@@ -20,23 +44,87 @@ export class EngineReads {
   ) {}
 
   /**
-   * A page of workflows, each as its status document. The page's runs and jobs come in one query each,
-   * whatever the page size, rather than one status read per item.
+   * A page of workflows, each as its status document, one part at a time: the page is listed in one
+   * read, then each workflow is read in reads of its own, its jobs JOB_PAGE rows at a time, so that a
+   * page of workflows of thousands of jobs never holds the event loop (nor SQLite's read lock) for the
+   * whole page, nor even for a whole large document. Each job entry is as it stood when its page was
+   * read; a workflow deleted meanwhile is left out.
    */
-  async listWorkflows(q: { limit: number; offset: number; status?: JobState; search?: string }): Promise<StatusDocument[]> {
+  async workflowDocuments(q: ListQuery): Promise<AsyncGenerator<DocumentParts>> {
+    // The page itself is read before anything is answered, so a store that is away is a 503, not a cut answer.
+    const page = await this.store.read((r) => r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status, search: q.search }));
+    const parts = (id: string) => this.documentParts(id);
+    return (async function* documents() {
+      for (const wf of page) {
+        const item = await parts(wf.id);
+        if (item) yield item;
+      }
+    })();
+  }
+
+  /** A status document whose jobs come in pages (null: the workflow is gone). */
+  private async documentParts(id: string): Promise<DocumentParts | null> {
+    const first = await this.store.read(async (r) => {
+      const wf = await r.getWorkflow(id);
+      if (!wf) return null;
+      const run = wf.latest_run === 0 ? null : await r.getRun(id, wf.latest_run);
+      // A queued run's planned jobs and a never-run workflow's definition are in hand already.
+      if (!run || run.plan) return { doc: statusDocument(wf, run, []), wf, run, jobs: null };
+      return { doc: statusDocument(wf, run, []), wf, run, jobs: await r.getRunJobs(id, run.run_number, { afterRowId: 0, limit: JOB_PAGE }) };
+    });
+    if (!first) return null;
+    const { doc, wf, run, jobs } = first;
+    if (!jobs) return { doc, jobPages: null };
+    const store = this.store;
+    async function* pages(): AsyncGenerator<JobView[]> {
+      let rows = jobs!;
+      while (rows.length > 0) {
+        yield jobViews(wf, rows);
+        if (rows.length < JOB_PAGE) return;
+        const after = rows[rows.length - 1]!.row_id;
+        rows = await store.read((r) => r.getRunJobs(id, run!.run_number, { afterRowId: after, limit: JOB_PAGE }));
+      }
+    }
+    return { doc, jobPages: pages() };
+  }
+
+  /** The same page as an array (for callers in-process, which hold it whole anyway). */
+  async listWorkflows(q: ListQuery): Promise<StatusDocument[]> {
+    const docs: StatusDocument[] = [];
+    for await (const { doc, jobPages } of await this.workflowDocuments(q)) {
+      if (jobPages) for await (const page of jobPages) doc.jobs.push(...page);
+      docs.push(doc);
+    }
+    return docs;
+  }
+
+  /**
+   * A page of workflows as summaries (`GET /api/workflows?jobs=false`): their latest runs and job
+   * counts come in one query each, whatever the page size, and no job row is read.
+   */
+  async listSummaries(q: ListQuery): Promise<WorkflowSummary[]> {
     return this.store.read(async (r) => {
       const workflows = await r.listWorkflows({ limit: q.limit, offset: q.offset, jobStatus: q.status, search: q.search });
-      const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
-      if (keys.length === 0) return workflows.map((w) => statusDocument(w, null, null));
-      const runs = new Map((await r.getRuns(keys)).map((run) => [run.workflow_id, run]));
-      const jobs = new Map<string, JobRecord[]>();
-      for (const j of await r.getJobsOfRuns(keys)) {
-        const list = jobs.get(j.workflow_id);
-        if (list) list.push(j);
-        else jobs.set(j.workflow_id, [j]);
-      }
-      return workflows.map((w) => statusDocument(w, runs.get(w.id) ?? null, jobs.get(w.id) ?? []));
+      return this.summariesIn(r, workflows);
     });
+  }
+
+  /** One workflow's summary (the list stream's `workflow` events). */
+  async summary(id: string): Promise<WorkflowSummary> {
+    return this.store.read(async (r) => (await this.summariesIn(r, [await this.requireWorkflow(r, id)]))[0]!);
+  }
+
+  private async summariesIn(r: StoreReads, workflows: WorkflowRecord[]): Promise<WorkflowSummary[]> {
+    const keys = workflows.filter((w) => w.latest_run > 0).map((w) => ({ workflow_id: w.id, run_number: w.latest_run }));
+    if (keys.length === 0) return workflows.map((w) => workflowSummary(w, null, []));
+    const runs = new Map((await r.getRuns(keys)).map((run) => [run.workflow_id, run]));
+    const counts = new Map<string, RunJobCount[]>();
+    for (const c of await r.jobCountsOfRuns(keys)) {
+      const list = counts.get(c.workflow_id);
+      if (list) list.push(c);
+      else counts.set(c.workflow_id, [c]);
+    }
+    return workflows.map((w) => workflowSummary(w, runs.get(w.id) ?? null, counts.get(w.id) ?? []));
   }
 
   async status(id: string): Promise<StatusDocument> {
@@ -94,19 +182,45 @@ export class EngineReads {
     return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs, sees));
   }
 
-  /** Historical chunks: latest run and latest attempt unless asked otherwise. */
-  async logs(
+  /**
+   * Historical chunks: latest run and latest attempt unless asked otherwise, after sequence `after`,
+   * at most `limit` of them (docs/api.md "Logs"). They come in pages, each read in a read of its own
+   * and sized to hold about LOG_PAGE_BYTES, so that an attempt of tens of megabytes is neither read
+   * nor held at once; the first page is read with the target, so an unknown run or job is an error
+   * before anything is answered.
+   */
+  async logPages(
     workflowId: string,
     jobId: string,
-    q: { run?: number; attempt?: number } = {},
-  ): Promise<{ run_number: number | null; attempt: number | null; chunks: LogChunkView[] }> {
-    return this.store.read(async (r) => {
+    q: { run?: number; attempt?: number; after?: number; limit?: number } = {},
+  ): Promise<{ run_number: number | null; attempt: number | null; pages: AsyncGenerator<LogChunkView[]> }> {
+    let want = q.limit ?? Infinity;
+    let pageSize = Math.min(want, LOG_PAGE_CHUNKS);
+    const first = await this.store.read(async (r) => {
       const target = await this.logTarget(r, workflowId, jobId, q.run);
-      if (!target) return { run_number: null, attempt: null, chunks: [] };
+      if (!target) return null;
       const attempt = q.attempt ?? target.attempt;
-      const chunks = await r.getLogChunks({ workflow_id: workflowId, run_number: target.run_number, job_id: jobId, attempt });
-      return { run_number: target.run_number, attempt, chunks: chunks.map(logChunkView) };
+      const key = { workflow_id: workflowId, run_number: target.run_number, job_id: jobId, attempt };
+      return { key, chunks: await r.getLogChunks({ ...key, afterSequence: q.after ?? -1, limit: pageSize }) };
     });
+    if (!first) return { run_number: null, attempt: null, pages: (async function* () {})() };
+    const { key } = first;
+    const store = this.store;
+    async function* pages(): AsyncGenerator<LogChunkView[]> {
+      let chunks = first!.chunks;
+      for (;;) {
+        if (chunks.length > 0) yield chunks.map(logChunkView);
+        want -= chunks.length;
+        if (chunks.length < pageSize || want <= 0) return;
+        // The next page holds about LOG_PAGE_BYTES, whatever the size of the chunks.
+        let bytes = 0;
+        for (const c of chunks) bytes += c.data.length;
+        pageSize = Math.max(1, Math.min(want, LOG_PAGE_CHUNKS, Math.floor((chunks.length * LOG_PAGE_BYTES) / Math.max(1, bytes))));
+        const after = chunks[chunks.length - 1]!.sequence;
+        chunks = await store.read((r) => r.getLogChunks({ ...key, afterSequence: after, limit: pageSize }));
+      }
+    }
+    return { run_number: key.run_number, attempt: key.attempt, pages: pages() };
   }
 
   /**

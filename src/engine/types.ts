@@ -71,4 +71,6 @@ export interface EngineOptions {
    * missed and its schedule's catch_up decides (docs/api.md "Schedules"). Default 60 s.
    */
   scheduleGraceMs?: number;
+  /** MAX_LOG_BYTES_PER_ATTEMPT: the most log data one attempt of a job keeps (default 64 MiB). */
+  maxLogBytesPerAttempt?: number;
 }

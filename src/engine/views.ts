@@ -2,7 +2,7 @@ import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
-import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, StatusDocument, WorkerView } from '../protocol/types.js';
+import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/types.js';
 import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 import type { LeaseVisibility } from './types.js';
 
@@ -20,30 +20,84 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
   const presentation = presentationOf(wf);
   if (run?.plan && jobs && jobs.length === 0) jobs = plannedJobs(run);
   const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
+  const f = documentFields(wf, run);
+  return {
+    id: f.id,
+    name: f.name,
+    trigger: f.trigger,
+    jobs: jobViews,
+    status: f.status,
+    run_number: f.run_number,
+    run: run ? runView(run) : null,
+    source: f.source,
+    created_at: f.created_at,
+    updated_at: f.updated_at,
+    next_fire_at_ms: f.next_fire_at_ms,
+  };
+}
+
+/** Job entries of the status document for some of a run's job rows (a large run read a page at a time). */
+export function jobViews(wf: WorkflowRecord, jobs: readonly JobRecord[]): JobView[] {
+  const presentation = presentationOf(wf);
+  return jobs.map((j) => jobView(j, presentation.get(j.job_id)));
+}
+
+/** The status document's fields other than `jobs` and `run`. */
+function documentFields(wf: WorkflowRecord, run: RunRecord | null): Omit<StatusDocument, 'jobs' | 'run'> {
   return {
     id: wf.id,
     name: wf.name,
     trigger: wf.trigger ?? '',
-    jobs: jobViews,
     status: run ? run.status : 'idle',
     run_number: run ? run.run_number : null,
-    run: run
-      ? {
-          number: run.run_number,
-          status: run.status,
-          created_at: iso(run.created_at_ms)!,
-          finished_at: iso(run.finished_at_ms),
-          created_at_ms: run.created_at_ms,
-          finished_at_ms: run.finished_at_ms,
-          inputs: run.inputs,
-          rerun_of: run.rerun_of,
-        }
-      : null,
     source: wf.source,
     created_at: iso(wf.created_at_ms)!,
     updated_at: iso(wf.updated_at_ms)!,
     next_fire_at_ms: wf.next_fire_at_ms ?? null,
   };
+}
+
+function runView(run: RunRecord): RunView {
+  return {
+    number: run.run_number,
+    status: run.status,
+    created_at: iso(run.created_at_ms)!,
+    finished_at: iso(run.finished_at_ms),
+    created_at_ms: run.created_at_ms,
+    finished_at_ms: run.finished_at_ms,
+    inputs: run.inputs,
+    rerun_of: run.rerun_of,
+  };
+}
+
+/** The run as a summary shows it: its inputs may be large, and a list has no use for them. */
+function runBrief(run: RunView): Omit<RunView, 'inputs'> {
+  const { inputs: _inputs, ...brief } = run;
+  return brief;
+}
+
+type JobCounts = Partial<Record<JobState, number>>;
+
+/**
+ * The summary of a workflow (docs/api.md "GET /api/workflows", `jobs=false`): the status document's
+ * fields without `jobs` (nor the run's inputs), with the jobs counted by state instead. `counts` are
+ * the latest run's, from one grouped query; a queued run counts its planned jobs, and a workflow that
+ * never ran its definition's, all pending, as the status document shows them.
+ */
+export function workflowSummary(wf: WorkflowRecord, run: RunRecord | null, counts: readonly RunJobCount[]): WorkflowSummary {
+  let jobCounts: JobCounts = {};
+  if (!run) jobCounts = wf.definition.jobs.length > 0 ? { pending: wf.definition.jobs.length } : {};
+  else if (counts.length === 0 && run.plan) jobCounts = run.plan.length > 0 ? { pending: run.plan.length } : {};
+  else for (const c of counts) jobCounts[c.status] = c.count;
+  return { ...documentFields(wf, run), run: run && runBrief(runView(run)), job_counts: jobCounts };
+}
+
+/** The summary of a status document already read (live events of a workflow also watched whole). */
+export function summaryOfDocument(doc: StatusDocument): WorkflowSummary {
+  const counts: JobCounts = {};
+  for (const j of doc.jobs) counts[j.state] = (counts[j.state] ?? 0) + 1;
+  const { jobs: _jobs, run, ...rest } = doc;
+  return { ...rest, run: run && runBrief(run), job_counts: counts };
 }
 
 /** A queued run's jobs as it will start them, every one `pending` until it does (README "How a run works"). */

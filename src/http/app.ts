@@ -47,6 +47,9 @@ export interface AppOptions {
   requestTimeoutMs?: number;
   /** MAX_STREAMS: open event streams at once. */
   maxStreams?: number;
+  /** EVENTS_REPLAY_BYTES and STREAM_BACKLOG_BYTES (README "Limits"). */
+  eventsReplayBytes?: number;
+  streamBacklogBytes?: number;
 }
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -170,7 +173,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   batchRoutes(app, opts.engine);
   const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
-  eventRoutes(app, new LiveEvents(opts.engine, opts.logger, opts.logPollMs), slots, metrics.streams('events'));
+  const live = new LiveEvents(opts.engine, opts.logger, { pollMs: opts.logPollMs, replayBytes: opts.eventsReplayBytes, maxBacklogBytes: opts.streamBacklogBytes });
+  eventRoutes(app, live, slots, metrics.streams('events'));
   await dashboardRoutes(app);
   return app;
 }

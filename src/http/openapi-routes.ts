@@ -50,8 +50,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     description:
       'Ordered by id. `limit` above 1000 is capped at 1000. With `status`, only workflows whose latest run has a job in that ' +
       'state are listed (`active` = running, `failure` = failed); a workflow that never ran counts as all-pending. With `q`, ' +
-      'only workflows whose id or name contains that text (ASCII case ignored).',
-    responses: { 200: { description: 'Status documents, each with its jobs', schema: shape.statusList } },
+      'only workflows whose id or name contains that text (ASCII case ignored). With `jobs=false`, each item is a summary: ' +
+      'the status document without `jobs` (and without the run\'s inputs), with `job_counts` by state instead; it reads no job ' +
+      'row and stays small however large the workflows. The full form is written a page of jobs at a time.',
+    responses: { 200: { description: 'Status documents, each with its jobs; with jobs=false, summaries', schema: shape.statusList } },
   },
   'POST /api/workflows': {
     tag: 'workflows',
@@ -169,9 +171,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /api/jobs/:lease_id/logs': {
     tag: 'logs',
     summary: 'Push log chunks',
-    description: 'A chunk re-sent with a sequence already stored for that attempt is kept once. `workflow_id`/`job_id`, when sent, must match the lease.',
+    description:
+      'A chunk re-sent with a sequence already stored for that attempt is kept once. `workflow_id`/`job_id`, when sent, must match the lease. ' +
+      'An attempt keeps at most MAX_LOG_BYTES_PER_ATTEMPT bytes of log data: the chunk that passes it is stored as a marker line, the rest is ' +
+      'dropped, and the answer carries `truncated: true` from then on (the worker may stop sending).',
     errors: [...LEASE_ERRORS, 'chunk_mismatch'],
-    responses: { 200: { description: 'How many chunks were accepted' } },
+    responses: { 200: { description: 'How many chunks were kept, and `truncated: true` once the attempt\'s log is full' } },
     examples: ex.pushLogsExamples,
   },
   'GET /api/jobs/:wf_id/:job_id/cancelled': {
@@ -207,7 +212,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/workflows/:wf_id/jobs/:job_id/logs': {
     tag: 'logs',
     summary: "A job's stored log chunks",
-    description: 'Default: the latest run, and its newest attempt that logged anything.',
+    description:
+      'Default: the latest run, and its newest attempt that logged anything. Paging is opt-in: `after` (a sequence) keeps the chunks ' +
+      'after it, `limit` (1..1000) at most that many; a full page names the next page\'s `after` in `x-weft-next-after`. Without ' +
+      '`limit` every chunk of the attempt comes back (at most MAX_LOG_BYTES_PER_ATTEMPT).',
     errors: ['workflow_not_found', 'job_not_found', 'run_not_found'],
     responses: {
       200: {
@@ -216,6 +224,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
         headers: {
           'x-weft-run': { type: 'integer', description: 'the run read' },
           'x-weft-attempt': { type: 'integer', description: 'the attempt read' },
+          'x-weft-next-after': { type: 'integer', description: 'with `limit`, when the page is full: the `after` of the next page' },
         },
       },
     },
@@ -317,9 +326,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tag: 'workflows',
     summary: 'Follow every workflow live (server-sent events)',
     description:
-      '`event: workflow` with the workflow\'s list item (its status document) whenever anything in it changes, `event: deleted` ' +
-      '(data `{id}`) when a workflow is deleted; ids and ' +
-      '`Last-Event-ID` as for a workflow\'s events, with `event: resync` when the list must be refetched.',
+      '`event: workflow` with the workflow\'s summary (the item of `GET /api/workflows?jobs=false`: job counts, no jobs) whenever ' +
+      'anything in it changes, `event: deleted` (data `{id}`) when a workflow is deleted; ids and ' +
+      '`Last-Event-ID` as for a workflow\'s events, with `event: resync` when the list must be refetched. A client that stops ' +
+      'reading is cut off once STREAM_BACKLOG_BYTES of events wait for it.',
     errors: ['invalid_last_event_id'],
     headers: { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'resume after this event id' } } },
     responses: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },

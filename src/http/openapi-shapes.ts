@@ -113,7 +113,23 @@ export const statusDocument = {
   properties: statusProperties,
 } as const;
 
-export const statusList = { type: 'array', items: statusDocument } as const;
+/** An item of `GET /api/workflows?jobs=false` and the data of the list stream's `workflow` events. */
+const workflowSummary = {
+  type: 'object',
+  required: ['id', 'name', 'trigger', 'status', 'run_number', 'run', 'job_counts'],
+  properties: {
+    ...Object.fromEntries(Object.entries(statusProperties).filter(([k]) => k !== 'jobs' && k !== 'run')),
+    run: { ...runView, description: "The latest run, without its inputs (null: never run)" },
+    job_counts: { type: 'object', additionalProperties: { type: 'integer' }, description: 'Jobs of the latest run by state; states no job is in are left out' },
+  },
+} as const;
+
+/** `GET /api/workflows`: status documents, or with `jobs=false` summaries. */
+export const statusList = {
+  type: 'array',
+  items: { oneOf: [statusDocument, workflowSummary] },
+  description: 'Status documents with their jobs; with `jobs=false`, summaries (job counts instead of jobs)',
+} as const;
 
 /** An item of the run history (docs/api.md "Runs"). */
 export const runSummary = {

@@ -58,7 +58,7 @@ const reportAnswerProperties = {
 export const completeAnswer = { type: 'object', properties: reportAnswerProperties } as const;
 export const failAnswer = completeAnswer;
 
-export const pushLogsAnswer = { type: 'object', properties: { ok: { type: 'boolean' }, accepted: int } } as const;
+export const pushLogsAnswer = { type: 'object', properties: { ok: { type: 'boolean' }, accepted: int, truncated: { type: 'boolean' } } } as const;
 
 const claims = { type: 'array', items: claimResult } as const;
 

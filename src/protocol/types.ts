@@ -95,6 +95,11 @@ export interface PushLogsRequest {
 export interface PushLogsResponse {
   ok: true;
   accepted: number;
+  /**
+   * Present (true) once the attempt's log reached MAX_LOG_BYTES_PER_ATTEMPT: the server kept a marker
+   * line and drops whatever else is sent for the attempt, so the worker may stop sending it.
+   */
+  truncated?: true;
 }
 
 // ------------------------------------------------------------------ batches (docs/api.md "Batches")
@@ -221,6 +226,18 @@ export interface StatusDocument {
   next_fire_at_ms: number | null;
 }
 
+/**
+ * A workflow without its jobs: the items of `GET /api/workflows?jobs=false` and the data of the list
+ * stream's `workflow` events (docs/api.md). Its size does not grow with the number of jobs, so a
+ * dashboard list of large workflows stays cheap to send and to keep.
+ */
+export interface WorkflowSummary extends Omit<StatusDocument, 'jobs' | 'run'> {
+  /** The latest run as in the status document, without its inputs (which may be large). */
+  run: Omit<RunView, 'inputs'> | null;
+  /** Jobs of the latest run in each state (of the definition, all `pending`, when it never ran); states no job is in are left out. */
+  job_counts: Partial<Record<JobState, number>>;
+}
+
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
 export interface RunSummary {
   run_number: number;
@@ -311,6 +328,10 @@ export interface LogChunkView {
 export interface LogsQuery {
   run?: number;
   attempt?: number;
+  /** Paging (docs/api.md "Logs"): only chunks with a sequence above this one. */
+  after?: number;
+  /** Paging: at most this many chunks (1..1000); the `x-weft-next-after` header names the next page. */
+  limit?: number;
 }
 
 /** Data of the `end` event of a log stream. */

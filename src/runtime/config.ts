@@ -38,7 +38,13 @@ export interface ServerConfig {
   tokens: TokenEntry[];
   /** Start-up warnings about the tokens file (too open), logged by the server. */
   tokenWarnings: string[];
+  /** EVENTS_REPLAY_BYTES, STREAM_BACKLOG_BYTES and MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
+  eventsReplayBytes: number;
+  streamBacklogBytes: number;
+  maxLogBytesPerAttempt: number;
 }
+
+const MIB = 1024 * 1024;
 
 export function loadServerConfig(env: Env = process.env): ServerConfig {
   const sync = (env.SQLITE_SYNCHRONOUS ?? 'FULL').trim().toUpperCase();
@@ -77,6 +83,9 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     },
     tokens: loadTokens(env),
     tokenWarnings: tokenWarnings(env),
+    eventsReplayBytes: envNumber(env, 'EVENTS_REPLAY_BYTES', 8 * MIB, { min: 0, integer: true }),
+    streamBacklogBytes: envNumber(env, 'STREAM_BACKLOG_BYTES', 4 * MIB, { min: 16 * 1024, integer: true }),
+    maxLogBytesPerAttempt: envNumber(env, 'MAX_LOG_BYTES_PER_ATTEMPT', 64 * MIB, { min: 1024, integer: true }),
   };
 }
 

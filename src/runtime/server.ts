@@ -33,7 +33,13 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
-  const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs, scheduleGraceMs: scheduleGraceMs(config) });
+  const engine = new Engine({
+    store,
+    logger: log,
+    workerOfflineAfterMs: config.workerOfflineAfterMs,
+    scheduleGraceMs: scheduleGraceMs(config),
+    maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
+  });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
@@ -50,6 +56,8 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       tokens: config.tokens,
       requestTimeoutMs: config.requestTimeoutMs,
       maxStreams: config.maxStreams,
+      eventsReplayBytes: config.eventsReplayBytes,
+      streamBacklogBytes: config.streamBacklogBytes,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
     if (config.port !== 0 && port !== config.port) {

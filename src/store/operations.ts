@@ -39,7 +39,14 @@ export type FailOutcome =
 
 export type PushLogsOutcome =
   /** Also when the job was cancelled: its last words are still kept. */
-  | { kind: 'stored'; lease: LeaseRecord; accepted: number }
+  | {
+      kind: 'stored';
+      lease: LeaseRecord;
+      /** Chunks kept (a re-sent one counts): those before the attempt's log budget ran out. */
+      accepted: number;
+      /** The attempt's log reached its budget, now or before: the marker is stored and the rest dropped. */
+      truncated: boolean;
+    }
   /** A chunk names another workflow or job than the lease's; nothing was stored. */
   | { kind: 'mismatch'; lease: LeaseRecord; index: number; field: 'workflow_id' | 'job_id'; value: string }
   | LeaseRefusal;

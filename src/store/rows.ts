@@ -36,12 +36,39 @@ export function toWorker(r: Row): WorkerRecord {
   };
 }
 
+/**
+ * Parsed definitions of the last few workflows read, by their text: a definition of thousands of jobs
+ * is megabytes of JSON, and live events and lists read the same workflows again and again (each read
+ * still fetches the text, which is compared whole). The records built from it share the object, which
+ * nothing changes: WorkflowRecord is read-only to everything above the store.
+ */
+const parsedDefinitions = new Map<string, { text: string; definition: WorkflowDefinition }>();
+const PARSED_DEFINITIONS = 16;
+/** Definitions smaller than this are parsed again each time: cheaper than keeping them. */
+const CACHE_FROM_CHARS = 64 * 1024;
+
+function parseDefinition(id: string, text: string): WorkflowDefinition {
+  if (text.length < CACHE_FROM_CHARS) return JSON.parse(text) as WorkflowDefinition;
+  const hit = parsedDefinitions.get(id);
+  if (hit && hit.text === text) {
+    // Most recently used last, so the oldest is the first the map iterates.
+    parsedDefinitions.delete(id);
+    parsedDefinitions.set(id, hit);
+    return hit.definition;
+  }
+  const definition = JSON.parse(text) as WorkflowDefinition;
+  parsedDefinitions.delete(id);
+  parsedDefinitions.set(id, { text, definition });
+  if (parsedDefinitions.size > PARSED_DEFINITIONS) parsedDefinitions.delete(parsedDefinitions.keys().next().value!);
+  return definition;
+}
+
 export function toWorkflow(r: Row): WorkflowRecord {
   return {
     id: r.id as string,
     name: r.name as string,
     trigger: (r.trigger as string | null) ?? null,
-    definition: JSON.parse(r.definition as string) as WorkflowDefinition,
+    definition: parseDefinition(r.id as string, r.definition as string),
     source: r.source as 'file' | 'api',
     hash: r.hash as string,
     created_at_ms: r.created_at_ms as number,

@@ -53,7 +53,11 @@ export interface StoreReads {
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
   /** Many runs in one query (a page of the workflow list); unknown keys are left out. */
   getRuns(keys: readonly RunKey[]): Promise<RunRecord[]>;
-  getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
+  /**
+   * The run's jobs in row order; with `page`, only those after row `afterRowId`, at most `limit` of
+   * them (a large run read a page at a time, docs/api.md "GET /api/workflows").
+   */
+  getRunJobs(workflowId: string, runNumber: number, page?: { afterRowId: number; limit: number }): Promise<JobRecord[]>;
   /** The jobs of many runs in one query, each run's in row order. */
   getJobsOfRuns(keys: readonly RunKey[]): Promise<JobRecord[]>;
   /** A page of a workflow's runs, newest first (run history). */
@@ -172,8 +176,12 @@ export interface Store {
    * lets them run after it, and the run settled if it is over.
    */
   fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder?: string | null): Promise<FailOutcome>;
-  /** Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored. */
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder?: string | null): Promise<PushLogsOutcome>;
+  /**
+   * Stores chunks of the lease's attempt; a (run, job, attempt, sequence) already stored is ignored.
+   * The attempt logs at most `maxBytes` (default 64 MiB) of chunk data: the chunk that would pass it is
+   * stored as the truncation marker and the rest, then and later, dropped (src/domain/log-budget.ts).
+   */
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder?: string | null, maxBytes?: number): Promise<PushLogsOutcome>;
 
   // the reaper
   /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */

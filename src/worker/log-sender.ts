@@ -145,11 +145,18 @@ export class LogSender {
     const batch = this.queue.slice(this.head, this.head + n);
     const deadline = this.flushDeadline;
     try {
-      await this.run.worker.client.pushLogs(this.run.lease.lease_id, batch, {
+      const answer = await this.run.worker.client.pushLogs(this.run.lease.lease_id, batch, {
         signal: this.closer.signal,
         // A flush must not wait on one request longer than it has.
         timeoutMs: deadline === null ? undefined : Math.max(1, deadline - now()),
       });
+      if (answer?.truncated === true) {
+        // The attempt's log reached the server's MAX_LOG_BYTES_PER_ATTEMPT: it keeps a marker and
+        // drops the rest, so sending more only costs both sides. The job itself runs on.
+        this.run.log.warn({ chunks: this.undelivered }, 'the server truncated this attempt\'s log (MAX_LOG_BYTES_PER_ATTEMPT); no more output is sent');
+        this.close();
+        return;
+      }
     } catch (err) {
       if (this.closed) return;
       if (isLeaseOver(err)) {

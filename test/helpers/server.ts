@@ -50,12 +50,13 @@ export async function startInProcess(
     maxStreams?: number;
     /** The engine's clock (default Date.now): a test moves time itself instead of waiting for it. */
     now?: () => number;
+    maxLogBytesPerAttempt?: number;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { labelKey } from '../../src/domain/labels.js';
 import { LEASE_EXPIRED_ERROR, timedOutError } from '../../src/domain/retry.js';
+import { logTruncationMarker } from '../../src/domain/log-budget.js';
 import type { Case } from './conformance.js';
 import { change, claim, claimOne, complete, job, lease, read, runStatus, sortedChanges, start, wfRecord } from './fixtures.js';
 
@@ -117,6 +118,47 @@ export function reaperAndLogCases(withStore: Case): void {
     assert.deepEqual((await read(store, (r) => r.getLogChunks(q(1)))).map((c) => [c.attempt, c.data]), [[1, 'try 1'], [1, 'more']]);
     assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'a')), 1);
     assert.equal(await read(store, (r) => r.latestLogAttempt('w', 1, 'zz')), null);
+  });
+
+  withStore('pushLogs keeps an attempt within maxBytes: the chunk that passes it becomes the marker, later pushes are dropped; the next attempt starts afresh', async (store) => {
+    await start(store, 'w', 1000, { a: { max_retries: 1 } });
+    const q = (attempt: number) => ({ workflow_id: 'w', run_number: 1, job_id: 'a', attempt });
+    const first = await claimOne(store, 1000, 'a');
+    const id = first.lease.lease_id;
+    // 40 bytes allowed: 'é' is two bytes in UTF-8, so the second push's 'éééé' (8 bytes) does not fit.
+    const one = await store.pushLogs(id, [{ sequence: 0, data: 'x'.repeat(20) }, { sequence: 1, data: 'y'.repeat(15) }], 1100, null, 40);
+    assert.deepEqual(one.kind === 'stored' && [one.accepted, one.truncated], [2, false]);
+    const resent = await store.pushLogs(id, [{ sequence: 1, data: 'y'.repeat(15) }], 1150, null, 40);
+    assert.deepEqual(resent.kind === 'stored' && [resent.accepted, resent.truncated], [1, false], 'a re-sent chunk is not counted twice');
+    const two = await store.pushLogs(id, [{ sequence: 2, data: 'zz' }, { sequence: 3, data: 'éééé' }, { sequence: 4, data: 'w' }], 1200, null, 40);
+    assert.deepEqual(two.kind === 'stored' && [two.accepted, two.truncated], [1, true]);
+    const chunks = await read(store, (r) => r.getLogChunks(q(0)));
+    assert.deepEqual(chunks.map((c) => [c.sequence, c.stream]), [[0, 'stdout'], [1, 'stdout'], [2, 'stdout'], [3, 'stderr']]);
+    assert.equal(chunks[3]!.data, logTruncationMarker(40), 'the marker takes the place of the first chunk that did not fit');
+    const later = await store.pushLogs(id, [{ sequence: 5, data: 'v' }], 1300, null, 40);
+    assert.deepEqual(later.kind === 'stored' && [later.accepted, later.truncated], [0, true], 'once truncated, nothing more is kept');
+    assert.equal((await read(store, (r) => r.getLogChunks(q(0)))).length, 4);
+    await store.fail(id, 'again', true, 1400);
+    const second = await claimOne(store, 1400, 'a');
+    const next = await store.pushLogs(second.lease.lease_id, [{ sequence: 0, data: 'n'.repeat(30) }], 1500, null, 40);
+    assert.deepEqual(next.kind === 'stored' && [next.accepted, next.truncated], [1, false], 'each attempt has its own budget');
+    assert.deepEqual((await read(store, (r) => r.getLogChunks(q(1)))).map((c) => c.data), ['n'.repeat(30)]);
+  });
+
+  withStore('getRunJobs with a page reads the run\'s jobs in row order, a page at a time', async (store) => {
+    const specs = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`j${i}`, {}]));
+    await start(store, 'w', 1000, specs);
+    const all = await read(store, (r) => r.getRunJobs('w', 1));
+    const paged = [];
+    let after = 0;
+    for (;;) {
+      const page = await read(store, (r) => r.getRunJobs('w', 1, { afterRowId: after, limit: 3 }));
+      paged.push(...page);
+      if (page.length < 3) break;
+      after = page[page.length - 1]!.row_id;
+    }
+    assert.deepEqual(paged, all);
+    assert.deepEqual(await read(store, (r) => r.getRunJobs('w', 2, { afterRowId: 0, limit: 3 })), []);
   });
 
   withStore('registerWorker creates, then updates labels and last-seen, keeping the registration time', async (store) => {

@@ -1,24 +1,36 @@
 /**
  * Every workflow, a page at a time (the list API pages with limit/offset): status, latest run, trigger,
- * job counts, last change, Run and Cancel. Kept current by `GET /api/events`, or by polling a server
- * that has no such stream.
+ * job counts, last change, Run and Cancel. The list is read as summaries (`jobs=false`: job counts, not
+ * jobs, so a page of large workflows stays small) and kept current by `GET /api/events`, whose
+ * `workflow` events carry the same summaries, or by polling a server that has no such stream. An older
+ * server that ignores `jobs=false` answers whole documents, whose jobs are counted here instead.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { StatusDocument } from '../../protocol/types.js';
-import { api, enc, post } from '../api';
+import type { StatusDocument, WorkflowSummary } from '../../protocol/types.js';
+import { api, ApiError, enc, post } from '../api';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 import { openStream } from '../sse';
 import { ago, useNow } from '../format';
 import { go, workflowHref } from '../router';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 
+/** A list item as a server answers it: a summary, or (an older server) the whole status document. */
+type ListItem = WorkflowSummary | StatusDocument;
+
+function jobCounts(w: ListItem): Record<string, number> {
+  return 'job_counts' in w ? (w.job_counts as Record<string, number>) : countStates(w.jobs);
+}
+
 const PAGE = 50;
+/** Set once the server answered `jobs=false` with 400: an older weft, asked for whole documents from then on. */
+let summariesRefused = false;
 const POLL_MS = 3000;
 const FILTERS = ['', 'running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'];
 
-function lastChange(w: StatusDocument): number {
+/** The latest time the item tells of: an edit, the run's start or end (and, from a whole document, its jobs'). */
+function lastChange(w: ListItem): number {
   const times = [Date.parse(w.updated_at), w.run?.created_at_ms ?? 0, w.run?.finished_at_ms ?? 0];
-  for (const j of w.jobs) times.push(j.finished_at_ms ?? 0, j.started_at_ms ?? 0);
+  if ('jobs' in w) for (const j of w.jobs) times.push(j.finished_at_ms ?? 0, j.started_at_ms ?? 0);
   return Math.max(...times.filter((t) => Number.isFinite(t)));
 }
 
@@ -32,7 +44,7 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
   const status = query.get('status') ?? '';
   const search = query.get('q') ?? '';
   const page = Math.max(0, Number(query.get('page') ?? 0) || 0);
-  const [items, setItems] = useState<StatusDocument[] | null>(null);
+  const [items, setItems] = useState<ListItem[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [searchText, setSearchText] = useState(search);
   const [reload, setReload] = useState(0);
@@ -48,7 +60,16 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
       try {
         // The server filters and pages (`q` matches id or name), so a search costs one page like any other.
         const q = search ? `&q=${enc(search)}` : '';
-        const list = await api<StatusDocument[]>(`/api/workflows?limit=${PAGE + 1}&offset=${page * PAGE}${filter}${q}`);
+        const path = `/api/workflows?limit=${PAGE + 1}&offset=${page * PAGE}${filter}${q}`;
+        let list: ListItem[];
+        try {
+          list = await api<ListItem[]>(`${path}${summariesRefused ? '' : '&jobs=false'}`);
+        } catch (err) {
+          // An older server refuses the parameter it does not know (400): it only lists whole documents.
+          if (!(err instanceof ApiError && err.status === 400) || summariesRefused) throw err;
+          summariesRefused = true;
+          list = await api<ListItem[]>(path);
+        }
         if (seq !== loadSeq.current) return;
         setItems(list);
         setError(null);
@@ -61,7 +82,7 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
     const stream = openStream('/api/events', {
       onEvent(ev) {
         if (ev.event === 'workflow') {
-          const doc = JSON.parse(ev.data) as StatusDocument;
+          const doc = JSON.parse(ev.data) as ListItem;
           setItems((cur) => (cur && cur.some((w) => w.id === doc.id) ? cur.map((w) => (w.id === doc.id ? doc : w)) : cur));
         } else if (ev.event === 'resync') {
           void load();
@@ -166,7 +187,7 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
                 <td>{w.run_number ? <a href={workflowHref(w.id, w.run_number)}>Run {w.run_number}</a> : <span class="muted">never run</span>}</td>
                 <td>{w.trigger || <span class="muted">—</span>}</td>
                 <td>
-                  <JobCounts counts={countStates(w.jobs)} />
+                  <JobCounts counts={jobCounts(w)} />
                 </td>
                 <td>{ago(lastChange(w), now)}</td>
                 <td class="actions">

@@ -3,6 +3,7 @@ import type { LiveEvents, LiveFrame } from '../../engine/live-events.js';
 import type { StreamCounter } from '../metrics.js';
 import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
 import { idParam } from '../schemas.js';
+import { sseFrame, writeFrames } from '../sse-writer.js';
 
 /**
  * Live events for dashboards (docs/api.md "Live events"): `job` and `run` events of one workflow, and
@@ -20,7 +21,12 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents, slots: Strea
     let frames: AsyncGenerator<LiveFrame>;
     try {
       // An unknown workflow or a malformed Last-Event-ID is a JSON error before any stream byte.
-      frames = await live.subscribe(workflowId, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId, abort.signal);
+      frames = await live.subscribe(workflowId, Array.isArray(lastEventId) ? lastEventId[0] : lastEventId, abort.signal, (backlog) => {
+        // The client stopped reading (README "Limits"): its connection goes, with what it holds; an
+        // EventSource reconnects with Last-Event-ID and gets what it missed, or a resync.
+        reply.log.warn({ workflow_id: workflowId, backlog_bytes: backlog, limit_bytes: live.maxBacklogBytes }, 'event stream cut off: its client stopped reading');
+        reply.raw.destroy();
+      });
     } catch (err) {
       slot.release();
       throw err;
@@ -30,15 +36,14 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents, slots: Strea
     reply.raw.on('close', () => abort.abort());
     async function* sse() {
       for await (const f of frames) {
-        if (f.type === 'resync') yield { event: 'resync', data: {} };
-        else yield { event: f.type, id: live.eventId(f.seq), data: f.data };
+        yield f.type === 'resync' ? sseFrame('resync', '{}') : sseFrame(f.type, f.json, live.eventId(f.seq));
       }
     }
     reply.sse.sendHeaders();
     // Headers would otherwise wait for the first event, leaving the client unsure the stream is open.
     reply.raw.flushHeaders();
     try {
-      await reply.sse.send(sse());
+      await writeFrames(reply.raw, sse());
     } finally {
       abort.abort();
       open.delete(abort);

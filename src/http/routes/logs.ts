@@ -2,8 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
+import type { LogChunkView, LogsQuery } from '../../protocol/types.js';
+import { pagedArrayStream } from '../json-stream.js';
+import { sseFrame, writeFrames } from '../sse-writer.js';
 import { idParam } from '../schemas.js';
 import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
+
+/** Most chunks one page of `GET …/logs?limit=` holds. */
+const MAX_LOG_PAGE = 1000;
 
 const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
 
@@ -18,7 +24,7 @@ export interface LogRouteOptions {
 
 export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions): void {
   const openStreams = endStreamsOnClose(app);
-  app.get<{ Params: { wf_id: string; job_id: string }; Querystring: { run?: number; attempt?: number } }>(
+  app.get<{ Params: { wf_id: string; job_id: string }; Querystring: LogsQuery }>(
     '/api/workflows/:wf_id/jobs/:job_id/logs',
     {
       schema: {
@@ -26,16 +32,30 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { run: { type: 'integer', minimum: 1 }, attempt: { type: 'integer', minimum: 0 } },
+          properties: {
+            run: { type: 'integer', minimum: 1 },
+            attempt: { type: 'integer', minimum: 0 },
+            // Paging (docs/api.md "Logs"): opt-in, so that a client that sends neither gets every chunk.
+            after: { type: 'integer', minimum: -1 },
+            limit: { type: 'integer', minimum: 1, maximum: MAX_LOG_PAGE },
+          },
         },
       },
     },
     async (req, reply) => {
-      const result = await engine.logs(req.params.wf_id, req.params.job_id, req.query);
-      if (result.run_number !== null) {
-        void reply.header('x-weft-run', String(result.run_number)).header('x-weft-attempt', String(result.attempt));
+      const { run_number, attempt, pages } = await engine.logPages(req.params.wf_id, req.params.job_id, req.query);
+      if (run_number !== null) {
+        void reply.header('x-weft-run', String(run_number)).header('x-weft-attempt', String(attempt));
       }
-      return result.chunks;
+      if (req.query.limit === undefined) {
+        // Every chunk of the attempt (up to MAX_LOG_BYTES_PER_ATTEMPT), written a page at a time.
+        return reply.type('application/json; charset=utf-8').send(pagedArrayStream(pages, req.log));
+      }
+      const chunks: LogChunkView[] = [];
+      for await (const page of pages) chunks.push(...page);
+      // A full page may have more behind it: the header names where the next one starts.
+      if (chunks.length === req.query.limit) void reply.header('x-weft-next-after', String(chunks[chunks.length - 1]!.sequence));
+      return chunks;
     },
   );
 
@@ -70,11 +90,13 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         signal: abort.signal,
         pollMs: opts.pollMs,
       });
+      // Pulled as the connection takes them: a client that stops reading holds one page of the log
+      // follower, never a growing backlog (README "Limits").
       async function* frames() {
         for await (const ev of events) {
-          if (ev.type === 'log') yield { event: 'log', id: String(ev.chunk.sequence), data: ev.chunk };
-          else if (ev.type === 'attempt') yield { event: 'attempt', data: { attempt: ev.attempt } };
-          else yield { event: 'end', data: { status: ev.status, run_number: ev.run_number } };
+          if (ev.type === 'log') yield sseFrame('log', JSON.stringify(ev.chunk), String(ev.chunk.sequence));
+          else if (ev.type === 'attempt') yield sseFrame('attempt', JSON.stringify({ attempt: ev.attempt }));
+          else yield sseFrame('end', JSON.stringify({ status: ev.status, run_number: ev.run_number }));
         }
       }
       reply.sse.sendHeaders();
@@ -82,7 +104,7 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       reply.raw.flushHeaders();
       opts.streams?.opened();
       try {
-        await reply.sse.send(frames());
+        await writeFrames(reply.raw, frames());
       } finally {
         abort.abort();
         openStreams.delete(abort);

@@ -4,6 +4,7 @@ import { definitionHash, parseWorkflowObject } from '../../definitions/index.js'
 import type { Engine } from '../../engine/engine.js';
 import { idParam, runBodySchema } from '../schemas.js';
 import { absentBodyAsEmpty } from '../validation.js';
+import { documentArrayStream } from '../json-stream.js';
 import { parseStatusFilter, STATUS_FILTER_VALUES } from '../../protocol/states.js';
 
 const MAX_PAGE = 1000;
@@ -11,7 +12,7 @@ const MAX_PAGE = 1000;
 const generateId = () => `wf-${randomBytes(6).toString('hex')}`;
 
 export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
-  app.get<{ Querystring: { limit: number; offset: number; status?: string; q?: string } }>(
+  app.get<{ Querystring: { limit: number; offset: number; status?: string; q?: string; jobs: boolean } }>(
     '/api/workflows',
     {
       schema: {
@@ -24,14 +25,18 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
             status: { type: 'string', enum: STATUS_FILTER_VALUES },
             // Search: id or name containing this text (the dashboard's search box).
             q: { type: 'string', maxLength: 256, pattern: '^[^\\u0000]*$' },
+            // false: summaries with job counts instead of each workflow's jobs (docs/api.md).
+            jobs: { type: 'boolean', default: true },
           },
         },
       },
     },
-    async (req) => {
-      const { limit, offset, status, q } = req.query;
-      const state = status === undefined ? undefined : parseStatusFilter(status);
-      return engine.listWorkflows({ limit: Math.min(limit, MAX_PAGE), offset, status: state, search: q || undefined });
+    async (req, reply) => {
+      const { limit, offset, status, q, jobs } = req.query;
+      const query = { limit: Math.min(limit, MAX_PAGE), offset, status: status === undefined ? undefined : parseStatusFilter(status), search: q || undefined };
+      if (!jobs) return engine.listSummaries(query);
+      // A page of large workflows is megabytes of JSON: written one document at a time (documentArrayStream).
+      return reply.type('application/json; charset=utf-8').send(documentArrayStream(await engine.workflowDocuments(query), req.log));
     },
   );
 

@@ -1,4 +1,5 @@
 import { storableText } from '../../domain/text.js';
+import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, logTruncationMarker } from '../../domain/log-budget.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
   CompleteOutcome,
@@ -124,6 +125,7 @@ export async function pushLogs(
   chunks: readonly IncomingChunk[],
   nowMs: number,
   holder: string | null,
+  maxBytes = DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT,
 ): Promise<PushLogsOutcome> {
   const encoded = chunks.map((c) => ({
     workflow_id: c.workflow_id ?? null,
@@ -133,16 +135,18 @@ export async function pushLogs(
     data: storableText(c.data),
     timestamp_ms: c.timestamp_ms ?? nowMs,
   }));
-  const [row] = await writeStatement(sql, QUERIES.pushLogs, [leaseId, nowMs, encoded, holder]);
-  if (row) return { kind: 'stored', lease: toLease(row), accepted: chunks.length };
+  const params = [leaseId, nowMs, encoded, maxBytes, logTruncationMarker(maxBytes), holder];
+  const stored = (r: Row): PushLogsOutcome => ({ kind: 'stored', lease: toLease(r), accepted: r.kept as number, truncated: r.truncated as boolean });
+  const [row] = await writeStatement(sql, QUERIES.pushLogs, params);
+  if (row) return stored(row);
   const outcome = await transaction(sql, async (q): Promise<PushLogsOutcome> => {
     const v = await judgeLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     const lease = v.kind === 'cancelled' ? v.lease : v.locked.lease;
     const mismatch = findMismatch(chunks, lease);
     if (mismatch) return { kind: 'mismatch', lease, ...mismatch };
-    const [again] = await q(QUERIES.pushLogs, [leaseId, nowMs, encoded, holder]);
-    return { kind: 'stored', lease: toLease(required(again, 'pushLogs', leaseId)), accepted: chunks.length };
+    const [again] = await q(QUERIES.pushLogs, params);
+    return stored(required(again, 'pushLogs', leaseId));
   });
   return settleRunsOf(sql, nowMs, outcome);
 }

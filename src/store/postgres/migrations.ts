@@ -228,6 +228,22 @@ CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued
 ALTER TABLE leases ADD COLUMN token_name TEXT;
 `,
   },
+  {
+    version: 10,
+    name: 'large runs: the log budget of each job\'s attempt',
+    // MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"): a push reads and adds to the attempt's count on its
+    // job's row, so that the cap costs no scan of the chunks; log_truncated once the marker is stored.
+    // None of these columns is indexed, so the update stays a HOT update. Rows written before count
+    // from their next push. (SQLite's migration 10 also adds jobs_run_rows for paged reads of a run's
+    // jobs; here such a page is sorted by the database server, off the event loop, and an index beside
+    // jobs_run_status would compete with it for the hot runOpen probes.)
+    sql: `
+ALTER TABLE jobs
+  ADD COLUMN log_attempt   INTEGER,
+  ADD COLUMN log_bytes     BIGINT   NOT NULL DEFAULT 0,
+  ADD COLUMN log_truncated SMALLINT NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -168,8 +168,8 @@ export class PostgresStore implements Store {
     return leaseOps.fail(this.sql, leaseId, error, retryable, nowMs, holder);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): Promise<PushLogsOutcome> {
-    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs, holder);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
+    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs, holder, maxBytes);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

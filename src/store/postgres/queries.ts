@@ -98,6 +98,12 @@ export const QUERIES = {
     JOIN runs r ON r.workflow_id = k.workflow_id AND r.run_number = k.run_number`,
   /** $1 workflow id, $2 run number. */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int ORDER BY row_id`,
+  /**
+   * A page of a run's jobs: through jobs_run_status, sorted by the database (a few milliseconds of its
+   * time for a run of 10,000 jobs); only the page crosses to the server. $1 workflow id, $2 run number,
+   * $3 after this row id, $4 limit.
+   */
+  getRunJobsPage: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND row_id > $3::bigint ORDER BY row_id LIMIT $4::int`,
   /** $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
   getJobsOfRuns: `SELECT j.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
     JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number
@@ -364,29 +370,59 @@ export const QUERIES = {
     SELECT * FROM renewed`,
   /**
    * Stores log chunks when the lease is live or cancelled and no chunk names another workflow or job;
-   * a (run, job, attempt, sequence) already stored is kept. Records the worker either way, after the
-   * inserts (the main query reads `stored`; an unreferenced CTE runs once the main query is done), since
-   * an insert may wait for a concurrent copy of the same chunk.
-   * $1 lease id, $2 now, $3 chunks (JSON array of {workflow_id?, job_id?, sequence, stream, data, timestamp_ms}),
-   * $4 the call's token name (or NULL).
+   * a (run, job, attempt, sequence) already stored is kept. Within the attempt's log budget
+   * (src/domain/log-budget.ts), counted on its job row: the leading chunks whose running total fits
+   * (a chunk already stored, a re-send, counting nothing) are stored, the first that does not is replaced by the marker, and a closed budget stores nothing;
+   * the row's count grows by what was really inserted (a re-send counts once). Two pushes of one
+   * attempt at the same moment may both fit against the count as it stood, so the cap may be passed
+   * by one push; the count itself stays exact. Records the worker either way, after the inserts (the
+   * main query reads `stored`; an unreferenced CTE runs once the main query is done), since an insert
+   * may wait for a concurrent copy of the same chunk. Answers the lease, `kept` and `truncated`.
+   * $1 lease id, $2 now, $3 chunks (JSON array of {workflow_id?, job_id?, sequence, stream, data,
+   * timestamp_ms}), $4 the attempt's budget in bytes, $5 the marker's text, $6 the call's token name (or NULL).
    */
   pushLogs: `WITH lease AS (
       SELECT l.* FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
-      WHERE l.lease_id = $1 AND ${usableBy('l', '$4')}
+      WHERE l.lease_id = $1 AND ${usableBy('l', '$6')}
         AND (l.state = 'cancelled' OR (l.state = 'active' AND $2::bigint <= l.expires_at_ms
           AND (j.deadline_ms IS NULL OR $2::bigint <= j.deadline_ms)))
         AND NOT EXISTS (SELECT 1 FROM json_to_recordset($3::json) AS c(workflow_id text, job_id text)
           WHERE c.workflow_id <> l.workflow_id OR c.job_id <> l.job_id)
+    ), budget AS (
+      SELECT CASE WHEN coalesce(j.log_attempt, -1) = l.attempt THEN j.log_bytes ELSE 0 END AS used,
+        coalesce(j.log_attempt, -1) > l.attempt OR (coalesce(j.log_attempt, -1) = l.attempt AND j.log_truncated = 1) AS closed
+      FROM lease l JOIN jobs j ON j.row_id = l.job_row_id
+    ), incoming AS (
+      SELECT c.sequence, c.stream, c.data, c.timestamp_ms, c.ord,
+        b.used + sum(CASE WHEN EXISTS (SELECT 1 FROM log_chunks x WHERE x.workflow_id = l.workflow_id AND x.run_number = l.run_number
+          AND x.job_id = l.job_id AND x.attempt = l.attempt AND x.sequence = c.sequence) THEN 0 ELSE octet_length(c.data) END)
+          OVER (ORDER BY c.ord) AS upto
+      FROM lease l CROSS JOIN budget b CROSS JOIN ROWS FROM (json_to_recordset($3::json)
+        AS (sequence int, stream text, data text, timestamp_ms bigint)) WITH ORDINALITY AS c(sequence, stream, data, timestamp_ms, ord)
+      WHERE NOT b.closed
+    ), cut AS (
+      SELECT sequence, 'stderr' AS stream, $5::text AS data, timestamp_ms, ord FROM incoming
+      WHERE upto > $4::bigint ORDER BY ord LIMIT 1
     ), stored AS (
       INSERT INTO log_chunks (workflow_id, run_number, job_id, attempt, sequence, stream, data, timestamp_ms)
       SELECT l.workflow_id, l.run_number, l.job_id, l.attempt, c.sequence, c.stream, c.data, c.timestamp_ms
-      FROM lease l CROSS JOIN ROWS FROM (json_to_recordset($3::json)
-        AS (sequence int, stream text, data text, timestamp_ms bigint)) WITH ORDINALITY AS c(sequence, stream, data, timestamp_ms, ord)
+      FROM lease l CROSS JOIN (
+        SELECT sequence, stream, data, timestamp_ms, ord FROM incoming WHERE upto <= $4::bigint
+        UNION ALL SELECT sequence, stream, data, timestamp_ms, ord FROM cut
+      ) c
       ORDER BY c.ord
       ON CONFLICT DO NOTHING
+      RETURNING octet_length(data) AS n
+    ), counted AS (
+      UPDATE jobs j SET log_attempt = l.attempt,
+        log_bytes = CASE WHEN coalesce(j.log_attempt, -1) = l.attempt THEN j.log_bytes ELSE 0 END + (SELECT coalesce(sum(n), 0) FROM stored),
+        log_truncated = CASE WHEN EXISTS (SELECT 1 FROM cut) THEN 1 ELSE 0 END
+      FROM lease l, budget b WHERE j.row_id = l.job_row_id AND NOT b.closed
       RETURNING 1
-    ), seen AS (${touchWorkerOf('$1', '$2::bigint', '$4')})
-    SELECT l.* FROM lease l WHERE (SELECT count(*) FROM stored) >= 0`,
+    ), seen AS (${touchWorkerOf('$1', '$2::bigint', '$6')})
+    SELECT l.*, (SELECT count(*) FROM incoming WHERE upto <= $4::bigint)::int AS kept,
+      (SELECT closed FROM budget) OR EXISTS (SELECT 1 FROM cut) AS truncated
+    FROM lease l WHERE (SELECT count(*) FROM stored) + (SELECT count(*) FROM counted) >= 0`,
   /** Sent after a lease call's transaction commits. $1 lease id, $2 now, $3 the call's token name (or NULL). */
   touchLeaseWorker: touchWorkerOf('$1', '$2::bigint', '$3'),
   /** A lease call that must decide: the lease locked, with its job. $1 lease id. */

@@ -28,7 +28,11 @@ export function makeReads(q: Exec): StoreReads {
       return row ? toRun(row) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getRuns, runKeys(keys))).map(toRun)),
-    getRunJobs: async (workflowId, runNumber) => (await q(QUERIES.getRunJobs, [workflowId, runNumber])).map(toJob),
+    getRunJobs: async (workflowId, runNumber, page) =>
+      (page
+        ? await q(QUERIES.getRunJobsPage, [workflowId, runNumber, page.afterRowId, page.limit])
+        : await q(QUERIES.getRunJobs, [workflowId, runNumber])
+      ).map(toJob),
     getJobsOfRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getJobsOfRuns, runKeys(keys))).map(toJob)),
     listRuns: async (workflowId, limit, offset) => (await q(QUERIES.listRuns, [workflowId, limit, offset])).map(toRun),
     jobCountsOfRuns: async (keys) =>

@@ -204,6 +204,21 @@ CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued
 ALTER TABLE leases ADD COLUMN token_name TEXT;
 `,
   },
+  {
+    version: 10,
+    name: 'large runs: the log budget of each job\'s attempt, and a run\'s jobs in row order',
+    // MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"): a push reads and adds to the attempt's count on its
+    // job's row, so that the cap costs no scan of the chunks; log_truncated once the marker is stored.
+    // Rows written before count from their next push. jobs_run_rows (the rowid is its last column)
+    // lets a list read a run of thousands of jobs a page at a time, each page one range of the index
+    // (getRunJobsPage), where jobs_run_status would read and sort the whole run for every page.
+    sql: `
+ALTER TABLE jobs ADD COLUMN log_attempt INTEGER;
+ALTER TABLE jobs ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN log_truncated INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_run_rows ON jobs(workflow_id, run_number);
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

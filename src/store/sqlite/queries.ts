@@ -94,6 +94,8 @@ export const QUERIES = {
       @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents)`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
+  /** ? workflow_id, ? run_number, ? after this row_id, ? limit */
+  getRunJobsPage: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND row_id > ? ORDER BY row_id LIMIT ?`,
   /** ? JSON array of [workflow_id, run_number] pairs */
   getJobsOfRuns: `SELECT j.* FROM json_each(?) k
     JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
@@ -232,6 +234,12 @@ export const QUERIES = {
   getLogChunks: `SELECT * FROM log_chunks
     WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
     ORDER BY sequence LIMIT ?`,
+  /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? sequence */
+  logChunkStored: `SELECT 1 FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence = ?`,
+  /** What the job's current attempt has logged (src/domain/log-budget.ts). ? row_id */
+  getLogBudget: `SELECT log_attempt, log_bytes, log_truncated FROM jobs WHERE row_id = ?`,
+  /** ? log_attempt, ? log_bytes, ? log_truncated, ? row_id */
+  setLogBudget: `UPDATE jobs SET log_attempt = ?, log_bytes = ?, log_truncated = ? WHERE row_id = ?`,
   /** ? workflow_id, ? run_number, ? job_id */
   latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
 

@@ -27,7 +27,11 @@ export function makeReads(c: Conn): StoreReads {
       return row ? toRun(row) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (c.q('getRuns').all(runKeys(keys)) as Row[]).map(toRun)),
-    getRunJobs: async (workflowId, runNumber) => (c.q('getRunJobs').all(workflowId, runNumber) as Row[]).map(toJob),
+    getRunJobs: async (workflowId, runNumber, page) =>
+      (page
+        ? (c.q('getRunJobsPage').all(workflowId, runNumber, page.afterRowId, page.limit) as Row[])
+        : (c.q('getRunJobs').all(workflowId, runNumber) as Row[])
+      ).map(toJob),
     getJobsOfRuns: async (keys) =>
       keys.length === 0 ? [] : (c.q('getJobsOfRuns').all(runKeys(keys)) as Row[]).map(toJob),
     listRuns: async (workflowId, limit, offset) => (c.q('listRuns').all(workflowId, limit, offset) as Row[]).map(toRun),

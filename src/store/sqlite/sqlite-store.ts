@@ -135,8 +135,8 @@ export class SqliteStore implements Store {
     return this.write('fail', [leaseId, error, retryable, nowMs, holder]);
   }
 
-  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): Promise<PushLogsOutcome> {
-    return this.write('pushLogs', [leaseId, chunks, nowMs, holder]);
+  pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
+    return this.write('pushLogs', [leaseId, chunks, nowMs, holder, maxBytes]);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -1,6 +1,7 @@
 import { endedJob } from '../../domain/conditions.js';
 import { isLeaseExpired, leaseExpiresAt, leaseUsableBy } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
+import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, fitLogPush, logTruncationMarker } from '../../domain/log-budget.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
   Claimed,
@@ -138,8 +139,11 @@ export function fail(c: Conn, leaseId: string, error: string, retryable: boolean
   return { kind: 'failed', job, started_at_ms: check.job.started_at_ms ?? nowMs, changes };
 }
 
-/** Chunks of the lease's attempt; also on a cancelled lease, so a cancelled job's last words are kept. */
-export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null): PushLogsOutcome {
+/**
+ * Chunks of the lease's attempt; also on a cancelled lease, so a cancelled job's last words are kept.
+ * Within the attempt's budget of `maxBytes` (src/domain/log-budget.ts), counted on the job's row.
+ */
+export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes = DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT): PushLogsOutcome {
   const check = checkLease(c, leaseId, nowMs, holder);
   if (check.kind !== 'live' && check.kind !== 'cancelled') return check;
   const { lease } = check;
@@ -152,20 +156,38 @@ export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChun
     }
   }
   const insert = c.q('insertLogChunk');
-  for (const chunk of chunks) {
-    const rec: LogChunkRecord = {
-      workflow_id: lease.workflow_id,
-      run_number: lease.run_number,
-      job_id: lease.job_id,
-      attempt: lease.attempt,
-      sequence: chunk.sequence,
-      stream: chunk.stream ?? 'stdout',
-      data: storableText(chunk.data),
-      timestamp_ms: chunk.timestamp_ms ?? nowMs,
-    };
-    insert.run(rec);
+  const record = (chunk: IncomingChunk, data: string, stream = chunk.stream ?? 'stdout'): LogChunkRecord => ({
+    workflow_id: lease.workflow_id,
+    run_number: lease.run_number,
+    job_id: lease.job_id,
+    attempt: lease.attempt,
+    sequence: chunk.sequence,
+    stream,
+    data,
+    timestamp_ms: chunk.timestamp_ms ?? nowMs,
+  });
+  const row = c.q('getLogBudget').get(lease.job_row_id) as { log_attempt: number | null; log_bytes: number; log_truncated: number };
+  const data = chunks.map((chunk) => storableText(chunk.data));
+  const stored = c.q('logChunkStored');
+  const fit = fitLogPush(
+    { attempt: row.log_attempt, bytes: row.log_bytes, truncated: row.log_truncated === 1 },
+    lease.attempt,
+    // A chunk already stored (a re-send after a lost answer) costs nothing and is never the one cut.
+    chunks.map((chunk, i) => (stored.get(lease.workflow_id, lease.run_number, lease.job_id, lease.attempt, chunk.sequence) ? 0 : Buffer.byteLength(data[i]!))),
+    maxBytes,
+  );
+  if (fit.closed) return { kind: 'stored', lease, accepted: 0, truncated: true };
+  let used = fit.used;
+  for (let i = 0; i < fit.kept; i++) {
+    // A chunk already stored (a re-send) is not counted twice.
+    if (insert.run(record(chunks[i]!, data[i]!)).changes > 0) used += Buffer.byteLength(data[i]!);
   }
-  return { kind: 'stored', lease, accepted: chunks.length };
+  if (fit.cut) {
+    const marker = logTruncationMarker(maxBytes);
+    if (insert.run(record(chunks[fit.kept]!, marker, 'stderr')).changes > 0) used += Buffer.byteLength(marker);
+  }
+  c.q('setLogBudget').run(lease.attempt, used, fit.cut ? 1 : 0, lease.job_row_id);
+  return { kind: 'stored', lease, accepted: fit.kept, truncated: fit.cut };
 }
 
 export function registerWorker(c: Conn, workerId: string, labels: readonly string[], nowMs: number): WorkerRecord {
