@@ -9,6 +9,7 @@ import { WorkflowApiError, WorkflowNetworkError } from '../client/client.js';
 import { classifyAnswer, landedReportCode, type ErrorBody, type LeaseCallOutcome } from '../protocol/errors.js';
 import type { ClaimedJob } from '../protocol/types.js';
 import type { Outputs } from '../domain/types.js';
+import { keyed } from '../domain/keyed.js';
 import { sleep } from '../util/sleep.js';
 import { PermanentError } from './types.js';
 
@@ -109,7 +110,7 @@ export function isRetryable(err: unknown): boolean {
 
 /** Handler results are declared as strings; anything else a JS caller returns is stringified. */
 export function normalizeOutputs(value: unknown): Outputs {
-  const out: Outputs = {};
+  const out: Outputs = keyed();
   if (value === null || typeof value !== 'object') return out;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === undefined || v === null) continue;

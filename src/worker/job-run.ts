@@ -4,6 +4,7 @@ import type { WorkflowApiError } from '../client/client.js';
 import type { LogStream, Outputs } from '../domain/types.js';
 import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/types.js';
 import { sleep } from '../util/sleep.js';
+import { keyed } from '../domain/keyed.js';
 import { backoffMs, describe, isLeaseOver, now, outcomeOf, parseSetOutput, type Outcome } from './helpers.js';
 import { LogSender } from './log-sender.js';
 import { JobAbortedError, type AbortReason, type JobContext } from './types.js';
@@ -15,7 +16,8 @@ export class JobRun {
   readonly log: Logger;
   readonly controller = new AbortController();
   readonly sender: LogSender;
-  readonly outputs: Outputs = {};
+  /** Keyed by names the job prints (`::set-output __proto__=…` included): no prototype. */
+  readonly outputs: Outputs = keyed();
   readonly startedAt = now();
   /** Local (monotonic) estimate of when the lease expires; never later than the server's. */
   private expiresAt: number;
