@@ -87,9 +87,10 @@ export class EngineReads {
     });
   }
 
-  async listWorkers(): Promise<WorkerView[]> {
+  /** Every worker (SPEC 4.3), or one page of them by worker id. */
+  async listWorkers(page?: { limit: number; offset: number }): Promise<WorkerView[]> {
     const now = this.now();
-    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs));
+    return this.store.read(async (r) => workerViews(await r.listWorkers(page), await r.activeLeases(), now, this.offlineAfterMs));
   }
 
   /** Historical chunks: latest run and latest attempt unless asked otherwise. */

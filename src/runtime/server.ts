@@ -33,7 +33,13 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
-  const engine = new Engine({ store, logger: log, workerOfflineAfterMs: config.workerOfflineAfterMs, scheduleGraceMs: scheduleGraceMs(config) });
+  const engine = new Engine({
+    store,
+    logger: log,
+    workerOfflineAfterMs: config.workerOfflineAfterMs,
+    workerRetainMs: config.workerRetainMs,
+    scheduleGraceMs: scheduleGraceMs(config),
+  });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
@@ -99,7 +105,7 @@ export async function startScheduler(
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
-  const engine = new Engine({ store, logger: log, scheduleGraceMs: scheduleGraceMs(config) });
+  const engine = new Engine({ store, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
   const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
   reaper.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');

@@ -195,6 +195,12 @@ ALTER TABLE runs ADD COLUMN plan TEXT;
 CREATE INDEX runs_queued ON runs(workflow_id, run_number) WHERE status = 'queued';
 `,
   },
+  {
+    version: 11,
+    name: 'workers by last sight, for pruning',
+    // The reaper deletes workers unseen for WORKER_RETAIN_SECS oldest first: a range read, however many workers there are.
+    sql: `CREATE INDEX workers_last_seen ON workers(last_seen_ms);`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

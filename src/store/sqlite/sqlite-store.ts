@@ -168,6 +168,10 @@ export class SqliteStore implements Store {
     return this.write('registerWorker', [workerId, labels, nowMs]);
   }
 
+  pruneWorkers(seenBeforeMs: number, limit: number): Promise<number> {
+    return this.write('pruneWorkers', [seenBeforeMs, limit]);
+  }
+
   onCommit(observer: (seconds: number) => void): void {
     this.commitObserver = observer;
     if (this.writer) this.writer.onCommit = observer;
