@@ -128,7 +128,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // The histogram holds whole sampling intervals; what is beyond one interval is the delay.
   const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - LOOP_SAMPLE_MS);
-  // Echoed so a client can quote it when it reports a problem.
+  // Echoed so a client can quote it when it reports a problem. Set when the request arrives, so that
+  // event streams, whose headers are written by hand and never pass onSend, carry it as well; onSend
+  // covers answers given before this hook ran (a refused token).
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
