@@ -21,6 +21,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { appMetrics } from './metrics.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
+import { registerRequestLog } from './request-log.js';
 import type { ErrorBody } from '../protocol/errors.js';
 import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
 import { parseJsonBody } from './json-body.js';
@@ -73,6 +74,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  registerRequestLog(app, opts.logger);
   registerAuth(app, new TokenTable(opts.tokens ?? []));
 
   // JSON is the only body type; Fastify's built-in text/plain parser would let a string through.
