@@ -77,7 +77,11 @@ async function prune(config: ServerConfig, opts: PruneOptions): Promise<void> {
   // Loaded here so the other commands do not pay for the store's modules at start-up.
   const { openStore } = await import('../store/index.js');
   const { pruneInBatches, pruneRequest } = await import('../engine/retention.js');
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
+  const store = await openStore(config.databaseUrl, {
+    sqliteSynchronous: config.sqliteSynchronous,
+    postgres: config.postgres,
+    warn: (_fields, message) => process.stderr.write(`weft: warning: ${message}\n`),
+  });
   try {
     const dryRun = opts.dryRun === true;
     const req = pruneRequest(policy, Date.now(), dryRun, dryRun ? DRY_RUN_LIST_MAX : undefined);

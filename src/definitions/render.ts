@@ -10,7 +10,7 @@ import type { Backoff, JobSpec, WorkflowDefinition } from '../domain/types.js';
 export type DefinitionDocument = Record<string, unknown> & { id: string; jobs: Record<string, Record<string, unknown>> };
 
 export function definitionDocument(def: WorkflowDefinition): DefinitionDocument {
-  const doc: DefinitionDocument = { id: def.id, name: def.name, jobs: {} };
+  const doc: Record<string, unknown> = { id: def.id, name: def.name };
   if (def.schedules && def.schedules.length > 0) {
     // The schedules are what acts; other events named beside them live on in the trigger text only.
     doc.on = {
@@ -42,10 +42,8 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
     };
   }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
-  for (const job of def.jobs) doc.jobs[job.id] = jobDocument(job);
-  // Key order as a file would have it: jobs last.
-  const { jobs, ...head } = doc;
-  return { ...head, jobs } as DefinitionDocument;
+  // Key order as a file would have it: jobs last. fromEntries: a job may be named `__proto__`.
+  return { ...doc, id: def.id, jobs: Object.fromEntries(def.jobs.map((job) => [job.id, jobDocument(job)])) };
 }
 
 function jobDocument(job: JobSpec): Record<string, unknown> {

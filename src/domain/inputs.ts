@@ -22,12 +22,13 @@ export function resolveInputs(declared: Readonly<Record<string, InputSpec>> | un
   const unknown = Object.keys(given).filter((name) => !Object.hasOwn(specs, name)).sort();
   const missing = Object.keys(specs).filter((name) => specs[name]!.required && !Object.hasOwn(given, name)).sort();
   if (unknown.length > 0 || missing.length > 0) return { ok: false, unknown, missing };
-  const inputs: Record<string, string> = {};
+  const inputs: [string, string][] = [];
   for (const name of Object.keys(specs).sort()) {
     const value = Object.hasOwn(given, name) ? given[name] : specs[name]!.default;
-    if (value !== null && value !== undefined) inputs[name] = value;
+    if (value !== null && value !== undefined) inputs.push([name, value]);
   }
-  return { ok: true, inputs };
+  // An input may be named `__proto__`: fromEntries defines own properties, never the prototype.
+  return { ok: true, inputs: Object.fromEntries(inputs) };
 }
 
 /** The message of a refused `resolveInputs`, naming each input. */

@@ -30,7 +30,16 @@ import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
 import type { RerunScope } from './run-plan.js';
 import { freshRun, rerunOf, type RunStart } from './run-start.js';
-import { BATCHES_PER_PASS, DELETE_BATCH, pruneInBatches, pruneRequest, type PruneTotals, type RetentionPolicy } from './retention.js';
+import {
+  BATCHES_PER_PASS,
+  DEFAULT_WORKER_RETAIN_MS,
+  DELETE_BATCH,
+  pruneInBatches,
+  pruneRequest,
+  pruneWorkersInBatches,
+  type PruneTotals,
+  type RetentionPolicy,
+} from './retention.js';
 import { claimResult, leaseView, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
@@ -57,6 +66,7 @@ export class Engine extends EngineReads {
   private readonly outage: OutageWarnings;
   private readonly scheduleGraceMs: number;
   private readonly queued: QueuedRuns;
+  private readonly workerRetainMs: number;
 
   /** MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
   private readonly maxLogBytesPerAttempt: number;
@@ -65,6 +75,7 @@ export class Engine extends EngineReads {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.maxLogBytesPerAttempt = opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT;
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
+    this.workerRetainMs = opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS;
     this.log = opts.logger;
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
@@ -500,6 +511,22 @@ export class Engine extends EngineReads {
       if (!(err instanceof StoreUnavailableError)) throw err;
       this.outage.warn('retention', err);
       return null;
+    }
+  }
+
+  /**
+   * One reaper pass over the worker list: workers unseen for WORKER_RETAIN_SECS that hold no lease are
+   * deleted, in bounded batches, so that the list does not grow by a row for every worker id ever seen.
+   */
+  async pruneWorkers(): Promise<number> {
+    try {
+      const { deleted, more } = await pruneWorkersInBatches(this.store, this.now() - this.workerRetainMs, BATCHES_PER_PASS);
+      if (deleted > 0) this.log.info({ workers: deleted, more, retain_secs: this.workerRetainMs / 1000 }, 'reaper deleted workers not seen for WORKER_RETAIN_SECS');
+      return deleted;
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) throw err;
+      this.outage.warn('worker pruning', err);
+      return 0;
     }
   }
 

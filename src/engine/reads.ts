@@ -176,10 +176,13 @@ export class EngineReads {
     });
   }
 
-  /** `sees`: whose lease ids the list may show (README "Access tokens"); absent: all of them. */
-  async listWorkers(sees?: LeaseVisibility): Promise<WorkerView[]> {
+  /**
+   * Every worker (SPEC 4.3), or one page of them by worker id. `sees`: whose lease ids the list may
+   * show (README "Access tokens"); absent: all of them.
+   */
+  async listWorkers(page?: { limit: number; offset: number }, sees?: LeaseVisibility): Promise<WorkerView[]> {
     const now = this.now();
-    return this.store.read(async (r) => workerViews(await r.listWorkers(), await r.activeLeases(), now, this.offlineAfterMs, sees));
+    return this.store.read(async (r) => workerViews(await r.listWorkers(page), await r.activeLeases(), now, this.offlineAfterMs, sees));
   }
 
   /**

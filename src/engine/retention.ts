@@ -24,6 +24,26 @@ export const DELETE_BATCH: DeleteLimits = PRUNE_BATCH;
 /** A reaper pass deletes at most this many batches; a larger backlog is worked off over later passes. */
 export const BATCHES_PER_PASS = 10;
 
+/** WORKER_RETAIN_SECS by default: a worker unseen for a week (and holding no lease) is forgotten. */
+export const DEFAULT_WORKER_RETAIN_MS = 7 * DAY_MS;
+
+/** Workers deleted by one pruneWorkers call; a reaper pass makes up to BATCHES_PER_PASS of them. */
+export const WORKER_PRUNE_BATCH = 500;
+
+/**
+ * Deletes the workers last seen before `seenBeforeMs` that hold no lease, batch after batch until
+ * none is left or `maxBatches` were done; answers how many went and whether more may be due.
+ */
+export async function pruneWorkersInBatches(store: Store, seenBeforeMs: number, maxBatches: number): Promise<{ deleted: number; more: boolean }> {
+  let deleted = 0;
+  for (let batch = 0; batch < maxBatches; batch++) {
+    const n = await store.pruneWorkers(seenBeforeMs, WORKER_PRUNE_BATCH);
+    deleted += n;
+    if (n < WORKER_PRUNE_BATCH) return { deleted, more: false };
+  }
+  return { deleted, more: true };
+}
+
 export function hasRetention(policy: RetentionPolicy): boolean {
   return policy.retainRuns !== null || policy.retainDays !== null;
 }

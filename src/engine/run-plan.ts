@@ -1,6 +1,7 @@
 import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
 import { inputEnvName } from '../domain/inputs.js';
+import { own } from '../domain/keyed.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
@@ -90,7 +91,7 @@ function decideReady(jobs: NewJob[], nowMs: number): void {
       j.enqueued_at_ms = nowMs;
       j.ready_at_ms = nowMs;
       // Needs skipped here have no outputs; kept ones keep theirs. Each is listed, as a completion lists them.
-      j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, j.upstream_outputs[n] ?? {}]));
+      j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, own(j.upstream_outputs, n) ?? {}]));
     }
   }
 }

@@ -61,6 +61,8 @@ export interface EngineOptions {
   now?: () => number;
   /** A worker unseen for longer than this is shown `offline`. */
   workerOfflineAfterMs?: number;
+  /** WORKER_RETAIN_SECS in ms: a worker unseen for longer, holding no lease, is deleted by the reaper. Default 7 days. */
+  workerRetainMs?: number;
   /**
    * How often waiting claims look again on their own, for jobs queued by another process (which
    * raises no event here). Default 1000.

@@ -1,5 +1,6 @@
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
+import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
 import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/types.js';
@@ -297,9 +298,7 @@ function claimedJob(job: JobRecord): ClaimedJob {
  * not list in needs_results succeeded.
  */
 function needsResultsEnv(job: JobRecord): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const need of job.needs) env[needsResultEnvName(need)] = job.needs_results[need] ?? 'success';
-  return env;
+  return keyed(job.needs.map((need) => [needsResultEnvName(need), own(job.needs_results, need) ?? 'success']));
 }
 
 export function leaseView(l: LeaseRecord): LeaseView {

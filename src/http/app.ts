@@ -22,6 +22,7 @@ import { appMetrics } from './metrics.js';
 import { TokenTable, type TokenEntry } from '../domain/access.js';
 import { registerAuth } from './auth.js';
 import { originAllowed, registerOriginGuard } from './origin-guard.js';
+import { registerRequestLog } from './request-log.js';
 import type { ErrorBody } from '../protocol/errors.js';
 import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
 import { parseJsonBody } from './json-body.js';
@@ -81,6 +82,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  // First, so that every answer, refusals included, leaves its line at debug.
+  registerRequestLog(app, opts.logger);
   // Before authentication: a page from a refused origin or host is refused whatever token it has.
   const originRule = registerOriginGuard(app, {
     corsOrigins: opts.corsOrigins ?? [],
@@ -142,8 +145,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   // The histogram holds whole sampling intervals; what is beyond one interval is the delay.
   const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - LOOP_SAMPLE_MS);
-  // Echoed so a client can quote it when it reports a problem. nosniff: an answer is only ever read as
-  // the type it declares (a log text in JSON is never taken for a page or a script).
+  // Echoed so a client can quote it when it reports a problem. Set when the request arrives, so that
+  // event streams, whose headers are written by hand and never pass onSend, carry it as well; onSend
+  // covers answers given before this hook ran (a refused origin or token). nosniff: an answer is only
+  // ever read as the type it declares (a log text in JSON is never taken for a page or a script).
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+    reply.header('x-content-type-options', 'nosniff');
+  });
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
     reply.header('x-content-type-options', 'nosniff');

@@ -129,8 +129,11 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /api/workers': {
     tag: 'workers',
     summary: 'List workers',
-    description: '`status` is busy while the worker holds an unexpired lease, else offline when unseen for WORKER_OFFLINE_SECS, else idle.',
-    responses: { 200: { description: 'Every known worker', schema: shape.workerList } },
+    description:
+      '`status` is busy while the worker holds an unexpired lease, else offline when unseen for WORKER_OFFLINE_SECS, else idle. ' +
+      'Ordered by worker id. Without `limit` and `offset`, every worker; with either, one page (`limit` defaults to and is capped ' +
+      'at 1000). A worker unseen for WORKER_RETAIN_SECS and holding no lease is deleted by the reaper.',
+    responses: { 200: { description: 'The known workers (a page of them with limit/offset)', schema: shape.workerList } },
   },
   'POST /api/jobs/claim': {
     tag: 'jobs',

@@ -25,6 +25,8 @@ export interface ServerConfig {
   logFormat: LogFormat;
   bodyLimitBytes: number;
   workerOfflineAfterMs: number;
+  /** WORKER_RETAIN_SECS in ms: the reaper deletes workers unseen for longer that hold no lease. */
+  workerRetainMs: number;
   sqliteSynchronous: 'FULL' | 'NORMAL';
   logPollMs: number;
   /** RETAIN_RUNS and RETAIN_DAYS (README "Retention"); null: unlimited. */
@@ -68,6 +70,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     logFormat: logFormatFrom(env),
     bodyLimitBytes: envNumber(env, 'BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, integer: true }),
     workerOfflineAfterMs: envNumber(env, 'WORKER_OFFLINE_SECS', 60, { min: 1 }) * 1000,
+    workerRetainMs: envNumber(env, 'WORKER_RETAIN_SECS', 604_800, { min: 1 }) * 1000,
     sqliteSynchronous: sync,
     logPollMs: envNumber(env, 'LOG_STREAM_POLL_MS', 1000, { min: 10, integer: true }),
     retention: {

@@ -7,7 +7,8 @@ import { hasRetention, type RetentionPolicy } from '../engine/retention.js';
  * expired while no process was running. A failing pass is logged and the next one still runs. With a
  * retention policy (RETAIN_RUNS, RETAIN_DAYS), each pass then deletes a bounded share of the finished
  * runs that are due (README "Retention"). Each pass also starts the scheduled runs whose time has come
- * (docs/api.md "Schedules"), so the one at start is the catch-up for times missed meanwhile.
+ * (docs/api.md "Schedules"), so the one at start is the catch-up for times missed meanwhile, and
+ * deletes the workers unseen for WORKER_RETAIN_SECS that hold no lease.
  */
 export class Reaper {
   private timer: NodeJS.Timeout | null = null;
@@ -30,6 +31,7 @@ export class Reaper {
     const retention = this.retention && hasRetention(this.retention) ? this.retention : null;
     this.running = this.engine
       .reap()
+      .then(() => this.engine.pruneWorkers())
       .then(() => this.engine.fireSchedules())
       .then(() => (retention ? this.engine.applyRetention(retention) : null))
       .then(() => undefined)

@@ -32,11 +32,12 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const engine = new Engine({
     store,
     logger: log,
     workerOfflineAfterMs: config.workerOfflineAfterMs,
+    workerRetainMs: config.workerRetainMs,
     scheduleGraceMs: scheduleGraceMs(config),
     maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
   });
@@ -115,8 +116,8 @@ export async function startScheduler(
   config: ServerConfig,
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres });
-  const engine = new Engine({ store, logger: log, scheduleGraceMs: scheduleGraceMs(config) });
+  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
+  const engine = new Engine({ store, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
   const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
   reaper.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');

@@ -35,12 +35,23 @@ export type { PostgresOptions } from './postgres/options.js';
 export interface OpenStoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   postgres?: PostgresOptions;
+  /** Told about a setup worth fixing that does not stop the store (a database file others may read). */
+  warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export async function openStore(url: string | undefined, opts: OpenStoreOptions = {}): Promise<Store> {
   const loc = parseDatabaseUrl(url);
   if (loc.kind === 'sqlite') {
-    return new SqliteStore(loc.file, { synchronous: opts.sqliteSynchronous ?? 'FULL' });
+    const store = new SqliteStore(loc.file, { synchronous: opts.sqliteSynchronous ?? 'FULL' });
+    const mode = store.exposedFileMode;
+    if (mode !== null) {
+      const octal = mode.toString(8).padStart(4, '0');
+      opts.warn?.(
+        { file: loc.file, mode: octal },
+        `the database file ${loc.file} is readable or writable by other users (mode ${octal}); it holds job env, outputs and logs: chmod 600 it (and its -wal and -shm files) unless that access is meant`,
+      );
+    }
+    return store;
   }
   // Loaded only when chosen: an SQLite deployment never pays for the PostgreSQL driver.
   const { PostgresStore } = await import('./postgres/postgres-store.js');

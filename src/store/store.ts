@@ -71,7 +71,8 @@ export interface StoreReads {
   getLogChunks(q: LogQuery): Promise<LogChunkRecord[]>;
   /** Highest attempt that has log chunks, or null. */
   latestLogAttempt(workflowId: string, runNumber: number, jobId: string): Promise<number | null>;
-  listWorkers(): Promise<WorkerRecord[]>;
+  /** Workers by id; every one without `page` (SPEC 4.3), else one page of them. */
+  listWorkers(page?: { limit: number; offset: number }): Promise<WorkerRecord[]>;
   getWorker(workerId: string): Promise<WorkerRecord | null>;
   /** Label sets added after `afterSeq` (0 = all), in the order they were added. Small and append-only. */
   labelSetsSince(afterSeq: number): Promise<Array<LabelSet & { seq: number }>>;
@@ -223,6 +224,11 @@ export interface Store {
   // workers
   /** Creates or updates the worker, setting its labels and last-seen time. */
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord>;
+  /**
+   * Deletes up to `limit` workers last seen before `seenBeforeMs` that hold no active lease, oldest
+   * first; answers how many (README "WORKER_RETAIN_SECS"). A worker that calls again is created anew.
+   */
+  pruneWorkers(seenBeforeMs: number, limit: number): Promise<number>;
 
   /**
    * Hears how long each durable write took, in seconds (README "Metrics"): on SQLite each group commit

@@ -5,6 +5,7 @@ import type { LogStream, Outputs } from '../domain/types.js';
 import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/types.js';
 import { sleep } from '../util/sleep.js';
 import { describe, isLeaseOver, outcomeOf } from './answers.js';
+import { keyed } from '../domain/keyed.js';
 import { LogSender } from './log-sender.js';
 import { parseSetOutput, type Outcome } from './outcome.js';
 import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.js';
@@ -17,7 +18,8 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   readonly log: Logger;
   readonly controller = new AbortController();
   readonly sender: LogSender;
-  readonly outputs: Outputs = {};
+  /** Keyed by names the job prints (`::set-output __proto__=…` included): no prototype. */
+  readonly outputs: Outputs = keyed();
   readonly startedAt = now();
   /** Local (monotonic) estimate of when the lease expires; never later than the server's. */
   private expiresAt: number;

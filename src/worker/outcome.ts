@@ -3,6 +3,7 @@
  * as strings, or its error as a bounded text and whether a retry may help.
  */
 import type { Outputs } from '../domain/types.js';
+import { keyed } from '../domain/keyed.js';
 import { PermanentError } from './types.js';
 
 /** The interface's rule: error text sent by workers is truncated to this many characters. */
@@ -47,7 +48,7 @@ export function isRetryable(err: unknown): boolean {
 
 /** Handler results are declared as strings; anything else a JS caller returns is stringified. */
 export function normalizeOutputs(value: unknown): Outputs {
-  const out: Outputs = {};
+  const out: Outputs = keyed();
   if (value === null || typeof value !== 'object') return out;
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (v === undefined || v === null) continue;

@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import os from 'node:os';
-import { request } from '../helpers/http.js';
+import { client, request } from '../helpers/http.js';
+import { openSse } from '../helpers/sse.js';
 import { sandbox, serverProcess, startInProcess } from '../helpers/server.js';
 
 test('GET /readyz answers 200 while the store answers and 503 with the JSON error once it does not', async (t) => {
@@ -34,6 +35,29 @@ test('every answer carries x-request-id: the caller\'s own when it sent a sane o
   assert.match(fresh.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
   const hostile = await request('GET', `${s.url}/healthz`, undefined, { 'x-request-id': 'x'.repeat(500) });
   assert.match(hostile.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, 'an overlong id is replaced');
+});
+
+test('event streams carry x-request-id too: /api/events, a workflow\'s events and a job\'s live log', async (t) => {
+  const s = await startInProcess();
+  t.after(() => s.close());
+  const api = client(s.url);
+  await api.createWorkflow({ id: 'rid', jobs: { a: { run: 'true' } } });
+  await api.run('rid');
+  const paths = ['/api/events', '/api/workflows/rid/events', '/api/workflows/rid/jobs/a/logs/stream'];
+  for (const [i, p] of paths.entries()) {
+    const given = await openSse(`${s.url}${p}`, { 'x-request-id': `stream-${i}` });
+    t.after(() => given.close());
+    assert.equal(given.status, 200, `${p}: ${given.text}`);
+    assert.match(given.headers.get('content-type') ?? '', /text\/event-stream/, p);
+    assert.equal(given.headers.get('x-request-id'), `stream-${i}`, p);
+    const fresh = await openSse(`${s.url}${p}`);
+    t.after(() => fresh.close());
+    assert.match(fresh.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, p);
+  }
+  // And their refusals, before any stream byte.
+  const unknown = await openSse(`${s.url}/api/workflows/nope/jobs/a/logs/stream`, { 'x-request-id': 'gone-1' });
+  assert.equal(unknown.status, 404);
+  assert.equal(unknown.headers.get('x-request-id'), 'gone-1');
 });
 
 test('weft server binds loopback by default and prints its start line even with LOG_LEVEL=warn', async (t) => {

@@ -182,6 +182,43 @@ export function reaperAndLogCases(withStore: Case): void {
     assert.equal(await read(store, (r) => r.getWorker('nobody')), null);
   });
 
+  withStore('listWorkers pages by worker id; without a page it lists every worker', async (store) => {
+    for (const [i, id] of ['w3', 'w1', 'w4', 'w2'].entries()) await store.registerWorker(id, [], 1000 + i);
+    const ids = async (page?: { limit: number; offset: number }) => (await read(store, (r) => r.listWorkers(page))).map((w) => w.worker_id);
+    assert.deepEqual(await ids(), ['w1', 'w2', 'w3', 'w4']);
+    assert.deepEqual(await ids({ limit: 2, offset: 0 }), ['w1', 'w2']);
+    assert.deepEqual(await ids({ limit: 2, offset: 3 }), ['w4']);
+    assert.deepEqual(await ids({ limit: 0, offset: 0 }), []);
+    assert.deepEqual(await ids({ limit: 10, offset: 4 }), []);
+  });
+
+  withStore('pruneWorkers deletes workers unseen since a time and holding no active lease, oldest first, `limit` per call', async (store) => {
+    await store.registerWorker('old-2', [], 2000);
+    await store.registerWorker('old-1', [], 1000);
+    await store.registerWorker('old-3', [], 3000);
+    await store.registerWorker('recent', [], 50_000);
+    await start(store, 'w', 1000, { a: {}, b: {} });
+    // Both quiet since 1500, one holding its lease still, the other's lease long expired but not reaped yet.
+    const held = await claimOne(store, 1500, 'a', { ttl: 3600, worker: 'busy' });
+    await claimOne(store, 1500, 'b', { ttl: 1, worker: 'stale' });
+    const ids = async () => (await read(store, (r) => r.listWorkers())).map((w) => w.worker_id);
+
+    assert.equal(await store.pruneWorkers(1000, 10), 0, 'a worker seen at the cut-off time stays');
+    assert.equal(await store.pruneWorkers(10_000, 2), 2);
+    assert.deepEqual(await ids(), ['busy', 'old-3', 'recent', 'stale'], 'the two seen longest ago went first');
+    assert.equal(await store.pruneWorkers(10_000, 2), 1);
+    assert.equal(await store.pruneWorkers(10_000, 2), 0, 'workers holding an active lease stay, whatever its expiry');
+    assert.deepEqual(await ids(), ['busy', 'recent', 'stale']);
+
+    // Once the leases are over, their workers go too (a lease call is a sighting: the cut-off moves on).
+    await complete(store, held.lease.lease_id, {}, 2000);
+    await store.expireLeases(3000, 10);
+    assert.equal(await store.pruneWorkers(10_000, 10), 2);
+    assert.deepEqual(await ids(), ['recent']);
+    // A worker that calls again is simply new.
+    assert.deepEqual(await store.registerWorker('old-1', ['x'], 60_000), { worker_id: 'old-1', labels: ['x'], registered_at_ms: 60_000, last_seen_ms: 60_000 });
+  });
+
   withStore('activeJobCounts: queued (backoff-held included) and running jobs per label key, nothing else', async (store) => {
     const GPU = labelKey(['gpu']);
     const BOTH = labelKey(['gpu', 'linux']);

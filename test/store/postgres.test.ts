@@ -124,6 +124,11 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
       assert.doesNotMatch(open, /Seq Scan/, open);
       const stranded = await plan(QUERIES.unsettledRuns, [100]);
       assert.match(stranded, /Index (Only )?Scan (using|on) runs_running/, stranded);
+      // The reaper's worker pruning: the oldest sightings off workers_last_seen, one lease probe each.
+      const prune = await plan(QUERIES.pruneWorkers, [0, 100]);
+      assert.match(prune, /Index (Only )?Scan using workers_last_seen/, prune);
+      assert.match(prune, /Index (Only )?Scan using leases_worker/, prune);
+      assert.doesNotMatch(prune, /Seq Scan/, prune);
     });
   } finally {
     await sql.end({ timeout: 5 });

@@ -68,6 +68,11 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
     assert.match(counts, /SCAN l USING (COVERING )?INDEX leases_(expiry|worker)/, counts);
     assert.match(counts, /SEARCH j USING INTEGER PRIMARY KEY/, counts);
     assert.doesNotMatch(counts, /SCAN (jobs|j|l)\b(?! USING)/, counts);
+    // The reaper's worker pruning: the oldest sightings off workers_last_seen, one lease probe each.
+    const prune = plan(QUERIES.pruneWorkers, 0, 100);
+    assert.match(prune, /SEARCH w USING (COVERING )?INDEX workers_last_seen \(last_seen_ms<\?\)/, prune);
+    assert.match(prune, /SEARCH l USING (COVERING )?INDEX leases_worker \(worker_id=\?\)/, prune);
+    assert.doesNotMatch(prune, /TEMP B-TREE|\bSCAN\b/, prune);
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -66,3 +66,16 @@ test('a re-run decides the conditions of the jobs its kept jobs make ready at th
   assert.deepEqual(c.upstream_outputs, { a: { from: 'a' } }, 'a kept need still hands its outputs down');
   assert.match(jobs.find((j) => j.job_id === 'b')!.error ?? '', /failure\(\) is false/);
 });
+
+test('a job named constructor that the start skips gives its always() dependent an empty entry, not Object', () => {
+  const named = parseWorkflowObject(
+    JSON.parse('{"id":"w","jobs":{"constructor":{"run":"x","if":"failure()"},"__proto__":{"run":"x"},"after":{"run":"x","needs":["constructor","__proto__"],"if":"always()"}}}'),
+    { source: 'test' },
+  );
+  const first = planRun(named, 1000).jobs;
+  // __proto__ succeeded in run 1 and is kept; constructor is skipped at the start again, which readies `after`.
+  const keep = new Map([['__proto__', { ...first.find((j) => j.job_id === '__proto__')!, row_id: 2, run_number: 1, status: 'success' as const, outputs: { o: '1' } }]]);
+  const after = planRun(named, 5000, { kept: keep }).jobs.find((j) => j.job_id === 'after')!;
+  assert.equal(after.status, 'queued');
+  assert.equal(JSON.stringify(after.upstream_outputs), '{"constructor":{},"__proto__":{"o":"1"}}');
+});

@@ -5,6 +5,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isTransientStatus, WorkflowApiError, WorkflowClient } from '../../client/index.js';
 import type { JobState, WorkflowState } from '../../domain/types.js';
+import { terminalLine } from '../terminal-text.js';
 
 export const DEFAULT_SERVER = 'http://localhost:3000';
 
@@ -134,7 +135,8 @@ function reportError(err: unknown, args: unknown[]): number {
   } catch {
     url = process.env.SERVER_URL ?? DEFAULT_SERVER;
   }
-  process.stderr.write(`weft: ${describeError(err, url)}\n`);
+  // A server's message may quote what a worker or a job wrote.
+  process.stderr.write(`weft: ${terminalLine(describeError(err, url))}\n`);
   return err instanceof CliError ? err.exitCode : 1;
 }
 

@@ -4,6 +4,7 @@ import type { JobState } from '../../domain/types.js';
 import type { StatusDocument } from '../../protocol/types.js';
 import { STATUS_FILTER_VALUES } from '../../protocol/states.js';
 import { action, formatAgo, formatIn, intOption, makeClient, paintState, palette, serverOption, table, type ServerOptions } from './common.js';
+import { terminalLine } from '../terminal-text.js';
 
 /** `3/5 done` or `2/5 done, 1 failed`: how far the latest run is. */
 export function jobProgress(doc: StatusDocument): string {
@@ -42,12 +43,12 @@ export function registerList(program: Command): void {
         const p = palette(process.stdout);
         const now = Date.now();
         const rows = docs.map((d) => [
-          d.id,
-          d.name !== d.id ? d.name : '',
+          terminalLine(d.id),
+          d.name !== d.id ? terminalLine(d.name) : '',
           paintState(p, d.status),
           d.run_number === null ? '-' : String(d.run_number),
           jobProgress(d),
-          d.trigger || '-',
+          d.trigger ? terminalLine(d.trigger) : '-',
           // An older server sends no next_fire_at_ms.
           d.next_fire_at_ms === null || d.next_fire_at_ms === undefined ? '-' : formatIn(d.next_fire_at_ms, now),
           formatAgo(lastChange(d), now),

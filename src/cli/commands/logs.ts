@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import type { LogChunkView, WorkflowClient } from '../../client/index.js';
 import { action, CliError, intOption, makeClient, serverOption, type ServerOptions } from './common.js';
 import { CANCELLED_LATE_LOGS_MS, followJobLogs } from './follow-logs.js';
+import { terminalText } from '../terminal-text.js';
 
 interface LogsOptions extends ServerOptions {
   follow?: boolean;
@@ -10,10 +11,14 @@ interface LogsOptions extends ServerOptions {
   attempt?: number;
 }
 
-/** A chunk as it was written: stderr chunks to stderr; each chunk ends its line. */
+/**
+ * A chunk as it was written, colours included but no other escape sequence (a job's output must not
+ * drive the terminal): stderr chunks to stderr; each chunk ends its line.
+ */
 export function writeChunk(c: LogChunkView): void {
   const out = c.stream === 'stderr' ? process.stderr : process.stdout;
-  out.write(c.data.endsWith('\n') ? c.data : `${c.data}\n`);
+  const data = terminalText(c.data);
+  out.write(data.endsWith('\n') ? data : `${data}\n`);
 }
 
 /**

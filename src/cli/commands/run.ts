@@ -25,6 +25,7 @@ import {
 import { CANCELLED_LATE_LOGS_MS, followJobLogs } from './follow-logs.js';
 import { sleep } from '../../util/sleep.js';
 import { elapsedSecs, formatAttempt, retryWait, statusLines } from './status.js';
+import { terminalLine, terminalText } from '../terminal-text.js';
 
 const POLL_MS = 500;
 /** How long the server may stay unreachable (or answer 5xx/408/429) while following before giving up. */
@@ -101,7 +102,8 @@ function jobWidth(doc: StatusDocument): number {
 function logLines(jobId: string, data: string, width: number, p: Palette, stream?: string): string {
   // stderr goes to stderr; on a terminal, where both streams mix, its lines are red as well.
   const prefix = stream === 'stderr' ? palette(process.stderr).red(jobId.padEnd(width)) : p.cyan(jobId.padEnd(width));
-  return lines(data)
+  // A job's output keeps its colours but drives nothing else (see terminal-text.ts).
+  return lines(terminalText(data))
     .map((l) => `${prefix} | ${stream === 'stderr' ? l : stepHeading(l, p)}\n`)
     .join('');
 }
@@ -146,9 +148,9 @@ class LineDisplay implements Display {
     if (secs !== null) parts.push(formatDuration(secs));
     const wait = retryWait(job, now);
     if (wait !== '') parts.push(wait);
-    if (job.state === 'running' && job.worker_id) parts.push(`worker ${job.worker_id}`);
+    if (job.state === 'running' && job.worker_id) parts.push(`worker ${terminalLine(job.worker_id)}`);
     // The error of a failed job, or of the attempt a queued retry follows.
-    if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(summary(job.error, 120));
+    if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(terminalLine(summary(terminalText(job.error), 120)));
     return parts.join('  ').trimEnd();
   }
 
@@ -157,7 +159,7 @@ class LineDisplay implements Display {
   }
 
   note(text: string): void {
-    process.stderr.write(`weft: ${text}\n`);
+    process.stderr.write(`weft: ${terminalLine(text)}\n`);
   }
 }
 
@@ -200,7 +202,7 @@ class TtyDisplay implements Display {
 
   note(text: string): void {
     this.erase();
-    process.stderr.write(`weft: ${text}\n`);
+    process.stderr.write(`weft: ${terminalLine(text)}\n`);
     this.draw();
   }
 }

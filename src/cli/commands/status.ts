@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import type { JobView, StatusDocument } from '../../protocol/types.js';
 import { action, formatDuration, intOption, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
+import { terminalLine, terminalText } from '../terminal-text.js';
 
 /** Seconds a job has taken: its duration once finished, the time since its start while running. */
 export function elapsedSecs(job: JobView, now = Date.now()): number | null {
@@ -28,20 +29,21 @@ export const JOB_HEADER = ['JOB', 'STATUS', 'ATTEMPT', 'DURATION', 'WORKER', 'ER
 
 export function jobRow(job: JobView, p: Palette, now = Date.now(), errorWidth = 100): string[] {
   return [
-    job.id,
+    terminalLine(job.id),
     retryWait(job, now) === '' ? paintState(p, job.state) : `${paintState(p, job.state)} (${retryWait(job, now)})`,
     formatAttempt(job),
     formatDuration(elapsedSecs(job, now)),
-    job.worker_id ?? '-',
-    summary(job.error, errorWidth),
+    // A worker chose its id and wrote the error: neither may drive the terminal.
+    job.worker_id === null ? '-' : terminalLine(job.worker_id),
+    terminalLine(summary(job.error === null ? null : terminalText(job.error), errorWidth)),
   ];
 }
 
 export function statusLines(doc: StatusDocument, p: Palette, now = Date.now()): string[] {
-  const name = doc.name !== doc.id ? ` (${doc.name})` : '';
+  const name = doc.name !== doc.id ? ` (${terminalLine(doc.name)})` : '';
   const run = doc.run_number === null ? 'never run' : `run ${doc.run_number}`;
   return [
-    `workflow ${p.bold(doc.id)}${name}: ${paintState(p, doc.status)}, ${run}`,
+    `workflow ${p.bold(terminalLine(doc.id))}${name}: ${paintState(p, doc.status)}, ${run}`,
     '',
     ...table(JOB_HEADER, doc.jobs.map((j) => jobRow(j, p, now)), p),
   ];

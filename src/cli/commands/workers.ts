@@ -2,8 +2,9 @@
 import type { Command } from 'commander';
 import type { CurrentJob, WorkerView } from '../../protocol/types.js';
 import { action, formatAgo, makeClient, palette, serverOption, table, type Palette, type ServerOptions } from './common.js';
+import { terminalLine } from '../terminal-text.js';
 
-const jobRef = (j: CurrentJob) => `${j.workflow_id}/${j.job_id} (run ${j.run_number})`;
+const jobRef = (j: CurrentJob) => terminalLine(`${j.workflow_id}/${j.job_id} (run ${j.run_number})`);
 
 function currentJob(w: WorkerView): string {
   // current_jobs names every job whatever the token; older servers send only the leases.
@@ -36,8 +37,9 @@ export function registerWorkers(program: Command): void {
         const p = palette(process.stdout);
         const now = Date.now();
         const rows = workers.map((w) => [
-          w.worker_id,
-          w.labels.length > 0 ? w.labels.join(',') : '-',
+          // Both chosen by the worker.
+          terminalLine(w.worker_id),
+          w.labels.length > 0 ? terminalLine(w.labels.join(',')) : '-',
           paintWorker(p, w.status),
           currentJob(w),
           formatAgo(w.last_seen_ms, now),

@@ -4,6 +4,22 @@ import type { RegisterRequest } from '../../protocol/types.js';
 import { labelsSchema, workerIdSchema } from '../schemas.js';
 import { leaseVisibility, requireWorkerScope } from '../auth.js';
 
+const MAX_PAGE = 1000;
+/** PostgreSQL takes OFFSET as a 32-bit integer. */
+const MAX_OFFSET = 2_147_483_647;
+const WORKER_PAGE_QUERY = {
+  type: 'object',
+  properties: {
+    limit: { type: 'integer', minimum: 0 },
+    offset: { type: 'integer', minimum: 0, maximum: MAX_OFFSET },
+  },
+} as const;
+
+function workerPage(q: { limit?: number; offset?: number }): { limit: number; offset: number } | undefined {
+  if (q.limit === undefined && q.offset === undefined) return undefined;
+  return { limit: Math.min(q.limit ?? MAX_PAGE, MAX_PAGE), offset: q.offset ?? 0 };
+}
+
 export function workerRoutes(app: FastifyInstance, engine: Engine): void {
   app.post<{ Body: RegisterRequest }>(
     '/api/workers/register',
@@ -23,5 +39,10 @@ export function workerRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-  app.get('/api/workers', async (req) => engine.listWorkers(leaseVisibility(req)));
+  // Every worker without limit/offset (SPEC 4.3); with either, one page by worker id, as the workflow list pages.
+  app.get<{ Querystring: { limit?: number; offset?: number } }>(
+    '/api/workers',
+    { schema: { querystring: WORKER_PAGE_QUERY } },
+    async (req) => engine.listWorkers(workerPage(req.query), leaseVisibility(req)),
+  );
 }

@@ -244,6 +244,12 @@ ALTER TABLE jobs
   ADD COLUMN log_truncated SMALLINT NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 11,
+    name: 'workers by last sight, for pruning',
+    // The reaper deletes workers unseen for WORKER_RETAIN_SECS oldest first: a range read, however many workers there are.
+    sql: `CREATE INDEX workers_last_seen ON workers(last_seen_ms);`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -204,6 +204,10 @@ export class PostgresStore implements Store {
     return runOps.registerWorker(this.sql, workerId, labels, nowMs);
   }
 
+  pruneWorkers(seenBeforeMs: number, limit: number): Promise<number> {
+    return runOps.pruneWorkers(this.sql, seenBeforeMs, limit);
+  }
+
   onCommit(observer: (seconds: number) => void): void {
     observeCommits(this.sql, observer);
   }

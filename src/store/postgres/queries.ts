@@ -143,8 +143,8 @@ export const QUERIES = {
   /** $1 workflow id, $2 run number, $3 job id. */
   latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks
     WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3`,
-  /** No parameters. */
-  listWorkers: `SELECT * FROM workers ORDER BY worker_id`,
+  /** $1 limit (null: all), $2 offset. */
+  listWorkers: `SELECT * FROM workers ORDER BY worker_id LIMIT $1::int OFFSET $2::int`,
   /** $1 worker id. */
   getWorker: `SELECT * FROM workers WHERE worker_id = $1`,
   /** $1 after this seq. */
@@ -522,4 +522,18 @@ export const QUERIES = {
   registerWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($1, $2, $3::bigint, $3::bigint)
     ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
     RETURNING *`,
+  /**
+   * $1 seen before (ms), $2 limit. Oldest first through workers_last_seen, one probe of leases_worker
+   * each. SKIP LOCKED: two reapers take different rows; a worker being seen right now (its row locked
+   * by a claim or a lease call) is left alone, and the outer condition, checked again on the row as it
+   * is once locked, spares one whose sighting committed meanwhile.
+   */
+  pruneWorkers: `DELETE FROM workers WHERE worker_id IN (
+      SELECT w.worker_id FROM workers w
+      WHERE w.last_seen_ms < $1::bigint
+        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.worker_id = w.worker_id AND l.state = 'active')
+      ORDER BY w.last_seen_ms LIMIT $2::int
+      FOR UPDATE SKIP LOCKED)
+    AND last_seen_ms < $1::bigint
+    RETURNING worker_id`,
 } as const;

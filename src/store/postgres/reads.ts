@@ -68,7 +68,7 @@ export function makeReads(q: Exec): StoreReads {
       const [row] = await q(QUERIES.latestLogAttempt, [workflowId, runNumber, jobId]);
       return (row?.attempt as number | null | undefined) ?? null;
     },
-    listWorkers: async () => (await q(QUERIES.listWorkers)).map(toWorker),
+    listWorkers: async (page) => (await q(QUERIES.listWorkers, [page?.limit ?? null, page?.offset ?? 0])).map(toWorker),
     getWorker: async (workerId) => {
       const [row] = await q(QUERIES.getWorker, [workerId]);
       return row ? toWorker(row) : null;

@@ -43,6 +43,11 @@ export async function registerWorker(sql: Sql, workerId: string, labels: readonl
   return toWorker(row!);
 }
 
+/** Workers gone quiet: see Store.pruneWorkers. One statement, so it holds its row locks only while it runs. */
+export async function pruneWorkers(sql: Sql, seenBeforeMs: number, limit: number): Promise<number> {
+  return (await writeStatement(sql, QUERIES.pruneWorkers, [seenBeforeMs, limit])).length;
+}
+
 export async function startRun(
   sql: Sql,
   req: StartRunRequest,

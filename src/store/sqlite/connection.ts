@@ -15,9 +15,35 @@ export interface SqliteStoreOptions {
   writer?: 'thread' | 'inline';
 }
 
+/**
+ * Makes sure the database file exists before SQLite opens it, created readable and writable by its
+ * owner only (0600): it holds every job's env, outputs and logs, which often carry secrets, and SQLite
+ * would create it 0644. Its -wal and -shm files take the database file's mode, so they are 0600 too.
+ * A directory created for it is 0700. An existing file keeps its mode (an operator may have opened it
+ * to a group on purpose); the answer is that mode when group or others may read or write it, so the
+ * caller can warn, else null.
+ */
+export function prepareDatabaseFile(file: string): number | null {
+  if (file === ':memory:' || file === '') return null;
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: 0o700 });
+  try {
+    // An empty file is a new database to SQLite. `wx`: never touches a file that already exists.
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+    return null;
+  } catch (err) {
+    // Anything but "exists" (no permission, a directory in the way) is SQLite's to report on open.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return null;
+  }
+  try {
+    const mode = fs.statSync(file).mode & 0o777;
+    return (mode & 0o077) !== 0 ? mode : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Opens a connection with the settings every connection of the store shares. */
 export function openConnection(file: string, opts: SqliteStoreOptions): Database.Database {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   let db: Database.Database;
   try {
     db = new Database(file);

@@ -219,6 +219,12 @@ ALTER TABLE jobs ADD COLUMN log_truncated INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX jobs_run_rows ON jobs(workflow_id, run_number);
 `,
   },
+  {
+    version: 11,
+    name: 'workers by last sight, for pruning',
+    // The reaper deletes workers unseen for WORKER_RETAIN_SECS oldest first: a range read, however many workers there are.
+    sql: `CREATE INDEX workers_last_seen ON workers(last_seen_ms);`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

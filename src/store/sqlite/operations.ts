@@ -7,6 +7,6 @@
  * its own savepoint.
  */
 export { createWorkflow, saveWorkflow, startRun, startQueuedRuns, cancelRun, fireSchedule } from './run-ops.js';
-export { claim, releaseLeases, heartbeat, complete, fail, pushLogs, registerWorker } from './worker-ops.js';
+export { claim, releaseLeases, heartbeat, complete, fail, pushLogs, registerWorker, pruneWorkers } from './worker-ops.js';
 export { expireLeases, timeOutJobs, settleStrandedRuns } from './reaper-ops.js';
 export { pruneRuns, deleteWorkflow } from './retention-ops.js';

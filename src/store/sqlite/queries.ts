@@ -295,8 +295,17 @@ export const QUERIES = {
   /** ? worker_id, ? now_ms, ? now_ms again; a worker first seen here has no labels yet */
   touchWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, '[]', ?, ?)
     ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms`,
-  /** no parameters */
-  listWorkers: `SELECT * FROM workers ORDER BY worker_id`,
+  /** ? limit (-1: all), ? offset */
+  listWorkers: `SELECT * FROM workers ORDER BY worker_id LIMIT ? OFFSET ?`,
+  /**
+   * ? seen before (ms), ? limit. Oldest first through workers_last_seen; the lease check is one probe
+   * of the partial index leases_worker per candidate.
+   */
+  pruneWorkers: `DELETE FROM workers WHERE worker_id IN (
+      SELECT w.worker_id FROM workers w
+      WHERE w.last_seen_ms < ?
+        AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.worker_id = w.worker_id AND l.state = 'active')
+      ORDER BY w.last_seen_ms LIMIT ?)`,
   /** ? worker_id */
   getWorker: `SELECT * FROM workers WHERE worker_id = ?`,
 } as const;

@@ -52,7 +52,7 @@ export function makeReads(c: Conn): StoreReads {
       ).map(toLogChunk),
     latestLogAttempt: async (workflowId, runNumber, jobId) =>
       (c.q('latestLogAttempt').get(workflowId, runNumber, jobId) as { attempt: number | null }).attempt,
-    listWorkers: async () => (c.q('listWorkers').all() as Row[]).map(toWorker),
+    listWorkers: async (page) => (c.q('listWorkers').all(page?.limit ?? -1, page?.offset ?? 0) as Row[]).map(toWorker),
     getWorker: async (workerId) => {
       const row = c.q('getWorker').get(workerId) as Row | undefined;
       return row ? toWorker(row) : null;

@@ -28,7 +28,7 @@ import type {
 } from '../store.js';
 import { Mutex } from '../mutex.js';
 import { Conn } from './conn.js';
-import { openConnection, type SqliteStoreOptions } from './connection.js';
+import { openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
 import { timedBatch, type OperationName } from './group-commit.js';
 import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
@@ -60,11 +60,14 @@ export class SqliteStore implements Store {
   private readonly rollback: Statement;
   private readonly writer: ThreadWriter | null;
   private commitObserver: ((seconds: number) => void) | null = null;
+  /** The mode of an existing database file that group or others may read or write (see prepareDatabaseFile), else null. */
+  readonly exposedFileMode: number | null;
 
   constructor(
     readonly file: string,
     opts: SqliteStoreOptions = {},
   ) {
+    this.exposedFileMode = prepareDatabaseFile(file);
     this.db = openConnection(file, opts);
     migrate(this.db);
     // The writer thread opens its own connection, which only a file can be shared with.
@@ -163,6 +166,10 @@ export class SqliteStore implements Store {
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
     return this.write('registerWorker', [workerId, labels, nowMs]);
+  }
+
+  pruneWorkers(seenBeforeMs: number, limit: number): Promise<number> {
+    return this.write('pruneWorkers', [seenBeforeMs, limit]);
   }
 
   onCommit(observer: (seconds: number) => void): void {

@@ -193,3 +193,8 @@ export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChun
 export function registerWorker(c: Conn, workerId: string, labels: readonly string[], nowMs: number): WorkerRecord {
   return toWorker(c.q('upsertWorker').get(workerId, JSON.stringify(labels), nowMs, nowMs) as Row);
 }
+
+/** Workers gone quiet: see Store.pruneWorkers. */
+export function pruneWorkers(c: Conn, seenBeforeMs: number, limit: number): number {
+  return c.q('pruneWorkers').run(seenBeforeMs, limit).changes;
+}
