@@ -291,6 +291,7 @@ export function leaseCases(withStore: Case): void {
       kind: 'stored',
       lease: { ...a.lease, renewed_at_ms: 3000, expires_at_ms: 13_000 },
       accepted: 1,
+      truncated: false,
     });
     assert.equal((await store.heartbeat(a.lease.lease_id, 4000, null)).kind, 'renewed');
     assert.equal((await store.complete(a.lease.lease_id, {}, 5000, 'tok-a')).kind, 'completed');
