@@ -56,8 +56,10 @@ test('three 10,000-job workflows: four full lists read at once keep /healthz p99
     percentile(p99s, 50) < 100 + 2 * noise,
     `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples (idle: ${noise} ms): ${JSON.stringify(p99s)}`,
   );
+  // The tail gets room for a busy machine's bursts (README "Tests under load"); the old answer, one
+  // page serialized whole, held the loop for 0.8 to 5 s, far beyond it.
   assert.ok(
-    percentile(p99s, 95) < 150 + 2 * noise,
+    percentile(p99s, 95) < 300 + 2 * noise,
     `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples; idle: ${noise} ms): ${JSON.stringify(p99s)}`,
   );
 
