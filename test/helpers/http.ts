@@ -1,4 +1,6 @@
 /** Minimal JSON-over-HTTP helpers for tests: every call returns status, headers and parsed body. */
+import http from 'node:http';
+
 export interface HttpResult<T = any> {
   status: number;
   headers: Headers;
@@ -92,4 +94,39 @@ export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs
     await new Promise((r) => setTimeout(r, everyMs));
   } while (Date.now() < deadline);
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+/** An answer read off the wire: status, headers, the text, and the text parsed as JSON (undefined if it is not). */
+export interface RawAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+  body: any;
+}
+
+/**
+ * A request exactly as given: headers (Host included, which fetch would not send as ours), the path not
+ * normalised, the body sent byte for byte (as JSON when one is given).
+ */
+export function rawRequest(base: string, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  const u = new URL(base);
+  const all = body === undefined ? headers : { 'content-type': 'application/json', ...headers };
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: all, agent: false }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

@@ -3,11 +3,10 @@
  * every case is a 4xx in weft's error shape, nothing is stored half-way, and the server answers the
  * next request.
  */
-import http from 'node:http';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { client, type HttpResult } from '../helpers/http.js';
+import { client, rawRequest, type HttpResult, type RawAnswer } from '../helpers/http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { makeSandbox, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
 import { ERROR_CODES } from '../../src/protocol/errors.js';
@@ -16,36 +15,8 @@ import { ConfigError } from '../../src/runtime/env.js';
 
 const LIMIT = 1024 * 1024;
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  body: any;
-}
-
-/** A request exactly as given: the path is not normalised and the body is sent byte for byte. */
-function send(base: string, method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}): Promise<Answer> {
-  const u = new URL(base);
-  const all = body === undefined ? headers : { 'content-type': 'application/json', ...headers };
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: all, agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+type Answer = RawAnswer;
+const send = rawRequest;
 
 /** A non-2xx in weft's error shape, with the given status (and code, when named). */
 function assertError(r: Answer | HttpResult, status: number, code?: string, mentions?: RegExp): void {

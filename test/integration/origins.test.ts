@@ -4,49 +4,24 @@
  * without preflight, rebound host name), checked afterwards through the API for anything done; the
  * start-up warning and settings through `weft server` itself; and the dashboard's page headers.
  */
-import http from 'node:http';
 import os from 'node:os';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { hashToken, parseTokenHash, type TokenEntry } from '../../src/domain/access.js';
 import { DASHBOARD_CSP } from '../../src/http/routes/dashboard.js';
 import { sandbox, serverProcess, spawnWeft, startInProcess, type InProcessServer } from '../helpers/server.js';
+import { rawRequest, type RawAnswer } from '../helpers/http.js';
 
 const ADMIN = 'origins-admin-token-0123456789';
 const tokens = (): TokenEntry[] => [{ name: 'admin-1', role: 'admin', hash: parseTokenHash(hashToken(ADMIN))! }];
 const admin = { authorization: `Bearer ${ADMIN}` };
 const EVIL = 'http://evil.test';
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-  text: string;
-}
+type Answer = RawAnswer;
 
 /** A request with the headers exactly as given, Host included (fetch would not send a Host of ours). */
 function send(base: string, method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<Answer> {
-  const u = new URL(base);
-  const data = body === undefined ? undefined : JSON.stringify(body);
-  const all = data === undefined ? headers : { 'content-type': 'application/json', ...headers };
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, method, path, headers: all, agent: false }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString('utf8');
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
+  return rawRequest(base, method, path, body === undefined ? undefined : JSON.stringify(body), headers);
 }
 
 async function serve(t: TestContext, opts: Parameters<typeof startInProcess>[0] = {}): Promise<InProcessServer> {
