@@ -17,6 +17,7 @@
  * or a systemd credential (LoadCredential=, read through WEFT_TOKEN_FILE=$CREDENTIALS_DIRECTORY/…).
  */
 import fs from 'node:fs';
+import type { Logger } from 'pino';
 import { credentialFileWarning } from '../util/credential-file.js';
 import { ConfigError, type Env } from '../runtime/env.js';
 
@@ -102,4 +103,20 @@ function environBounds(): [number, number] {
     throw new Error('/proc/self/stat does not tell where the environment is (a kernel before 3.5?)');
   }
   return [start, end];
+}
+
+/**
+ * Before any job runs: the token leaves this process's environment, both the live one (which jobs
+ * inherit) and the start-up block in /proc/<pid>/environ (which jobs of the same user can read).
+ */
+export function hideTokenFromJobs(token: string | undefined, source: WorkerToken['source'], log: Pick<Logger, 'warn'>): void {
+  delete process.env.WEFT_TOKEN;
+  if (source !== 'WEFT_TOKEN' || token === undefined) return;
+  const outcome = scrubStartEnvironment(token);
+  if (outcome.kind === 'failed') {
+    log.warn(
+      { reason: outcome.reason },
+      `WEFT_TOKEN could not be removed from /proc/${process.pid}/environ: jobs running as this user can read it there; use WEFT_TOKEN_FILE, or JOB_USER (README "Access tokens")`,
+    );
+  }
 }

@@ -19,5 +19,5 @@ export type {
 } from './types.js';
 export { createShellHandler, shellHandler, jobEnvironment, upstreamEnvName, formatExitError, ShellCommandError } from './shell.js';
 export type { ShellHandlerOptions } from './shell.js';
-export { loadWorkerConfig } from './command.js';
-export type { WorkerConfig } from './command.js';
+export { loadWorkerConfig } from './config.js';
+export type { WorkerConfig } from './config.js';

@@ -10,7 +10,7 @@ import { client, rawRequest, type HttpResult, type RawAnswer } from '../helpers/
 import { createDatabase } from '../helpers/postgres.js';
 import { makeSandbox, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
 import { ERROR_CODES } from '../../src/protocol/errors.js';
-import { loadWorkerConfig } from '../../src/worker/command.js';
+import { loadWorkerConfig } from '../../src/worker/config.js';
 import { ConfigError } from '../../src/runtime/env.js';
 
 const LIMIT = 1024 * 1024;

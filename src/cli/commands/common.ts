@@ -3,6 +3,7 @@
  * text formatting (tables, durations, colour that switches itself off when not on a terminal).
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { ConfigError } from '../../runtime/env.js';
 import { isTransientStatus, WorkflowApiError, WorkflowClient } from '../../client/index.js';
 import type { JobState, WorkflowState } from '../../domain/types.js';
 import { terminalLine } from '../terminal-text.js';
@@ -278,4 +279,11 @@ export function fit(s: string, width: number): string {
     }
   }
   return `${out}${s.includes('\x1b[') ? '\x1b[0m' : ''}…`;
+}
+
+/** Ends the process after a failure: a bad setting or argument exits 2, anything else 1 (README "The `weft` command"). */
+export function exitOnError(err: unknown): never {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`weft: ${message}\n`);
+  process.exit(err instanceof ConfigError || err instanceof InvalidArgumentError ? 2 : 1);
 }

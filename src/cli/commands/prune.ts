@@ -4,10 +4,10 @@
  * policy comes from RETAIN_RUNS / RETAIN_DAYS unless an option gives it.
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import type { PrunedRun } from '../store/store.js';
-import type { ServerConfig } from '../runtime/config.js';
-import type { RetentionPolicy } from '../engine/retention.js';
-import { CliError, intOption, paintState, palette, table } from './commands/common.js';
+import type { PrunedRun } from '../../store/store.js';
+import type { ServerConfig } from '../../runtime/config.js';
+import type { RetentionPolicy } from '../../engine/retention.js';
+import { CliError, intOption, paintState, palette, table } from './common.js';
 
 /** A dry run lists at most this many runs (it is one read; a real run deletes in batches however many). */
 const DRY_RUN_LIST_MAX = 100_000;
@@ -75,8 +75,8 @@ async function prune(config: ServerConfig, opts: PruneOptions): Promise<void> {
     throw new CliError('nothing to do: set RETAIN_RUNS or RETAIN_DAYS, or pass --retain-runs or --retain-days', 2);
   }
   // Loaded here so the other commands do not pay for the store's modules at start-up.
-  const { openStore } = await import('../store/index.js');
-  const { pruneInBatches, pruneRequest } = await import('../engine/retention.js');
+  const { openStore } = await import('../../store/index.js');
+  const { pruneInBatches, pruneRequest } = await import('../../engine/retention.js');
   const store = await openStore(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     postgres: config.postgres,
