@@ -13,10 +13,9 @@ import path from 'node:path';
 import { labelKey } from '../src/domain/labels.js';
 import { openStore } from '../src/store/index.js';
 import type { Claimed } from '../src/store/store.js';
-import { Conn } from '../src/store/sqlite/conn.js';
-import { openConnection } from '../src/store/sqlite/connection.js';
+import { Conn, openConnection } from '../src/store/sqlite/connection.js';
 import { runBatch, type WriteCall } from '../src/store/sqlite/group-commit.js';
-import * as OPS from '../src/store/sqlite/operations.js';
+import * as OPS from '../src/store/sqlite/writes.js';
 
 function leaseId(): string {
   if (process.env.V7 !== '1') return randomUUID();

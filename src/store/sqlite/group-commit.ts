@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
-import type { Conn } from './conn.js';
-import * as operations from './operations.js';
+import type { Conn } from './connection.js';
+import * as operations from './writes.js';
 
-/** The store's write operations by name, each `(conn, ...args) => outcome` (operations.ts). */
+/** The store's write operations by name, each `(conn, ...args) => outcome` (writes.ts). */
 export const OPERATIONS = operations as unknown as Record<string, (c: Conn, ...args: unknown[]) => unknown>;
 export type OperationName = keyof typeof operations;
 

@@ -1,6 +1,6 @@
 /**
  * Every SQL statement of the SQLite store, in one place. Each is prepared once per connection (see
- * conn.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
+ * connection.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
  * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases, timedOutJobs, activeJobCounts and
  * the retention statements as they are here.
  */
@@ -127,7 +127,7 @@ export const QUERIES = {
     RETURNING *`,
   /**
    * The completion of a live lease in one statement: no row unless the job runs under that lease and is
-   * not past its deadline (then lease-check.ts decides what happened). @row_id @lease_id @now_ms @outputs (JSON)
+   * not past its deadline (then checkLease, settle.ts, decides what happened). @row_id @lease_id @now_ms @outputs (JSON)
    */
   succeedLiveJob: `UPDATE jobs
     SET status = 'success', outputs = @outputs, finished_at_ms = @now_ms, deadline_ms = NULL, error = NULL

@@ -27,13 +27,12 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { Mutex } from '../mutex.js';
-import { Conn } from './conn.js';
-import { openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
+import { Conn, openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
 import { timedBatch, type OperationName } from './group-commit.js';
 import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
-import { previewPrune } from './retention-ops.js';
+import { previewPrune } from './retention.js';
 
 export type { SqliteStoreOptions } from './connection.js';
 

@@ -4,8 +4,7 @@
  * main thread's event loop therefore never waits on an fsync.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { Conn } from './conn.js';
-import { openConnection, type SqliteStoreOptions } from './connection.js';
+import { Conn, openConnection, type SqliteStoreOptions } from './connection.js';
 import { timedBatch, type WriteCall } from './group-commit.js';
 
 /** Bounds one transaction, so that a flood of calls still gets answers in steady steps. */

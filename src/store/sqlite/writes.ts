@@ -6,7 +6,10 @@
  * any of them does. An operation that throws leaves its statements half done: a batch must give each
  * its own savepoint.
  */
-export { createWorkflow, saveWorkflow, startRun, startQueuedRuns, cancelRun, fireSchedule } from './run-ops.js';
-export { claim, releaseLeases, heartbeat, complete, fail, pushLogs, registerWorker, pruneWorkers } from './worker-ops.js';
-export { expireLeases, timeOutJobs, settleStrandedRuns } from './reaper-ops.js';
-export { pruneRuns, deleteWorkflow } from './retention-ops.js';
+export { createWorkflow, saveWorkflow } from './workflows.js';
+export { startRun, startQueuedRuns, fireSchedule, cancelRun } from './runs.js';
+export { claim, releaseLeases } from './claim.js';
+export { heartbeat, complete, fail, pushLogs } from './leases.js';
+export { registerWorker, pruneWorkers } from './workers.js';
+export { expireLeases, timeOutJobs, settleStrandedRuns } from './reaper.js';
+export { pruneRuns, deleteWorkflow } from './retention.js';
