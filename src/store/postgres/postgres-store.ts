@@ -127,6 +127,10 @@ export class PostgresStore implements Store {
     });
   }
 
+  // Each write below is the Store method (documented in store.ts) handed to the function of the same
+  // name, in the file of the same name as the SQLite store's (docs/architecture.md "The two stores
+  // side by side").
+
   createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
     return createWorkflow(this.sql, rec);
   }
