@@ -13,10 +13,9 @@ import path from 'node:path';
 import { labelKey } from '../src/domain/labels.js';
 import { openStore } from '../src/store/index.js';
 import type { Claimed } from '../src/store/store.js';
-import { Conn } from '../src/store/sqlite/conn.js';
-import { openConnection } from '../src/store/sqlite/connection.js';
-import { runBatch, type WriteCall } from '../src/store/sqlite/group-commit.js';
-import * as OPS from '../src/store/sqlite/operations.js';
+import { Conn, openConnection } from '../src/store/sqlite/connection.js';
+import { runBatch } from '../src/store/sqlite/group-commit.js';
+import { runWrite, writeCall, type WriteCall } from '../src/store/sqlite/writes.js';
 
 function leaseId(): string {
   if (process.env.V7 !== '1') return randomUUID();
@@ -63,11 +62,11 @@ const key = labelKey([]);
 for (let done = 0; done < JOBS; ) {
   const now = Date.now();
   const calls: WriteCall[] = [];
-  for (const leaseId of held) calls.push({ id: nextId++, op: 'complete', args: [leaseId, {}, now] });
+  for (const leaseId of held) calls.push(writeCall(nextId++, 'complete', leaseId, {}, now));
   const claims = Math.max(1, GROUP - held.length);
   for (let i = 0; i < claims; i++) {
     const req = { worker_id: `w${i % 16}`, worker_labels: [], label_keys: [key], ttl_secs: 60, max: 1, lease_ids: [leaseId()], now_ms: now };
-    calls.push({ id: nextId++, op: 'claim', args: [req] });
+    calls.push(writeCall(nextId++, 'claim', req));
   }
   const t0 = performance.now();
   const results = runBatch(db, conn, calls);
@@ -114,20 +113,15 @@ function timeOps() {
   let t = performance.now();
   for (let i = 0; i < n; i++) {
     const req = { worker_id: `w${i % 16}`, worker_labels: [], label_keys: [key], ttl_secs: 60, max: 1, lease_ids: [leaseId()], now_ms: now };
-    const got = runOp('claim', [req]) as Claimed[];
+    const got = runWrite(c2, 'claim', req);
     leases.push(got[0]!.lease.lease_id);
   }
   const claimUs = ((performance.now() - t) * 1000) / n;
   t = performance.now();
-  for (const l of leases) runOp('complete', [l, {}, now]);
+  for (const l of leases) runWrite(c2, 'complete', l, {}, now);
   const completeUs = ((performance.now() - t) * 1000) / n;
   db2.exec('ROLLBACK');
   db2.close();
   return { us_claim: claimUs.toFixed(1), us_complete: completeUs.toFixed(1) };
-
-  function runOp(op: string, args: unknown[]) {
-    // Through runBatch's own operation table would commit; call the operation directly instead.
-    return (OPS as Record<string, (c: Conn, ...a: unknown[]) => unknown>)[op]!(c2, ...args);
-  }
 }
 

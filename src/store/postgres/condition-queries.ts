@@ -7,7 +7,7 @@
  */
 export const CONDITION_QUERIES = {
   /**
-   * The general completion, under the lease lock (lease-ops.ts): lease completed, job success; what is
+   * The general completion, under the lease lock (leases.ts): lease completed, job success; what is
    * below follows by lockBelow and applyDecisions. $1 lease id, $2 outputs (JSON), $3 now, $4 job row id.
    */
   succeedJob: `WITH lease AS (UPDATE leases SET state = 'completed' WHERE lease_id = $1)

@@ -24,14 +24,17 @@ import type {
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
-import { settleStrandedRuns } from './failures.js';
+import { claim, releaseLeases } from './claim.js';
 import * as events from './events.js';
-import * as leaseOps from './lease-ops.js';
+import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import type { PostgresOptions } from './options.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
-import * as retentionOps from './retention-ops.js';
-import * as runOps from './run-ops.js';
+import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
+import { deleteWorkflow, pruneRuns } from './retention.js';
+import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
+import { pruneWorkers, registerWorker } from './workers.js';
+import { createWorkflow, saveWorkflow } from './workflows.js';
 import { endPool, observeCommits, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
 
 export { QUERIES } from './queries.js';
@@ -124,60 +127,64 @@ export class PostgresStore implements Store {
     });
   }
 
+  // Each write below is the Store method (documented in store.ts) handed to the function of the same
+  // name, in the file of the same name as the SQLite store's (docs/architecture.md "The two stores
+  // side by side").
+
   createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
-    return runOps.createWorkflow(this.sql, rec);
+    return createWorkflow(this.sql, rec);
   }
 
   saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
-    return runOps.saveWorkflow(this.sql, rec);
+    return saveWorkflow(this.sql, rec);
   }
 
   startRun(req: StartRunRequest): Promise<StartRunOutcome> {
-    return runOps.startRun(this.sql, req);
+    return startRun(this.sql, req);
   }
 
   cancelRun(workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome> {
-    return runOps.cancelRun(this.sql, workflowId, nowMs, runNumber);
+    return cancelRun(this.sql, workflowId, nowMs, runNumber);
   }
 
   startQueuedRuns(workflowId: string, nowMs: number): Promise<StartedRuns> {
-    return runOps.startQueuedRuns(this.sql, workflowId, nowMs);
+    return startQueuedRuns(this.sql, workflowId, nowMs);
   }
 
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {
-    return runOps.fireSchedule(this.sql, req);
+    return fireSchedule(this.sql, req);
   }
 
   claim(req: StoreClaim): Promise<Claimed[]> {
-    return runOps.claim(this.sql, req);
+    return claim(this.sql, req);
   }
 
   releaseLeases(leaseIds: readonly string[], _nowMs: number): Promise<JobChange[]> {
-    return leaseOps.releaseLeases(this.sql, leaseIds);
+    return releaseLeases(this.sql, leaseIds);
   }
 
   heartbeat(leaseId: string, nowMs: number, holder: string | null = null): Promise<HeartbeatOutcome> {
-    return leaseOps.heartbeat(this.sql, leaseId, nowMs, holder);
+    return heartbeat(this.sql, leaseId, nowMs, holder);
   }
 
   complete(leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): Promise<CompleteOutcome> {
-    return leaseOps.complete(this.sql, leaseId, outputs, nowMs, holder);
+    return complete(this.sql, leaseId, outputs, nowMs, holder);
   }
 
   fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null = null): Promise<FailOutcome> {
-    return leaseOps.fail(this.sql, leaseId, error, retryable, nowMs, holder);
+    return fail(this.sql, leaseId, error, retryable, nowMs, holder);
   }
 
   pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
-    return leaseOps.pushLogs(this.sql, leaseId, chunks, nowMs, holder, maxBytes);
+    return pushLogs(this.sql, leaseId, chunks, nowMs, holder, maxBytes);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {
-    return leaseOps.expireLeases(this.sql, nowMs, limit);
+    return expireLeases(this.sql, nowMs, limit);
   }
 
   timeOutJobs(nowMs: number, limit: number): Promise<ReapOutcome> {
-    return leaseOps.timeOutJobs(this.sql, nowMs, limit);
+    return timeOutJobs(this.sql, nowMs, limit);
   }
 
   listen(onMessage: (payload: string) => void, onResync: () => void, onError?: (err: Error) => void): Promise<() => Promise<void>> {
@@ -193,19 +200,19 @@ export class PostgresStore implements Store {
   }
 
   pruneRuns(req: PruneRequest): Promise<PruneOutcome> {
-    return retentionOps.pruneRuns(this.sql, req);
+    return pruneRuns(this.sql, req);
   }
 
   deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
-    return retentionOps.deleteWorkflow(this.sql, id, limits);
+    return deleteWorkflow(this.sql, id, limits);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
-    return runOps.registerWorker(this.sql, workerId, labels, nowMs);
+    return registerWorker(this.sql, workerId, labels, nowMs);
   }
 
   pruneWorkers(seenBeforeMs: number, limit: number): Promise<number> {
-    return runOps.pruneWorkers(this.sql, seenBeforeMs, limit);
+    return pruneWorkers(this.sql, seenBeforeMs, limit);
   }
 
   onCommit(observer: (seconds: number) => void): void {

@@ -32,7 +32,7 @@ const touchWorkerOf = (lease: string, now: string, holder: string) => `INSERT IN
  */
 const usableBy = (l: string, holder: string) => `(${holder}::text IS NULL OR ${l}.token_name IS NULL OR ${l}.token_name = ${holder}::text)`;
 
-/** The lease (row locked) with its job; the job is as of the statement's snapshot (see judgeLease). */
+/** The lease (row locked) with its job; the job is as of the statement's snapshot (see checkLease, settle.ts). */
 const LEASE_WITH_JOB = `SELECT to_json(l.*) AS lease, to_json(j.*) AS job
   FROM leases l JOIN jobs j ON j.row_id = l.job_row_id`;
 
@@ -433,7 +433,7 @@ export const QUERIES = {
    * pending_needs decremented (rows locked in row order first) and those reaching 0 queued; the worker
    * is recorded as seen (its row last). The run row is not touched: every completion of a run would
    * queue on it. The run is settled after COMMIT instead (runOpenOfLease, settleRunIfOver). No row:
-   * the guard failed (lease-ops.ts then looks closer).
+   * the guard failed (leases.ts then looks closer).
    *
    * Upstream outputs travel with the decrement: a dependent's row is locked and re-read at its newest
    * version, so each need adds its own outputs there as it completes (whatever the statements'
@@ -442,7 +442,7 @@ export const QUERIES = {
    * (completed before upstream outputs travelled this way) is read from its row, long committed.
    *
    * Only for a job whose end cannot skip anything below it (no conditional dependent, no failure
-   * above it): otherwise the guard fails and lease-ops.ts takes the general way (succeedJob).
+   * above it): otherwise the guard fails and leases.ts takes the general way (succeedJob).
    * $1 lease id, $2 outputs (JSON), $3 now, $4 the call's token name (or NULL).
    */
   completeJob: `WITH lease AS (

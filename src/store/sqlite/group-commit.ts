@@ -1,22 +1,16 @@
 import type Database from 'better-sqlite3';
-import type { Conn } from './conn.js';
-import * as operations from './operations.js';
+import type { Conn } from './connection.js';
+import { WRITES, type WriteCall } from './writes.js';
 
-/** The store's write operations by name, each `(conn, ...args) => outcome` (operations.ts). */
-export const OPERATIONS = operations as unknown as Record<string, (c: Conn, ...args: unknown[]) => unknown>;
-export type OperationName = keyof typeof operations;
+/** WRITES as the batch sees them: any write by its name, with the arguments its WriteCall carries. */
+const ANY_WRITE: Readonly<Record<string, (c: Conn, ...args: never[]) => unknown>> = WRITES;
 
-export interface WriteCall {
-  id: number;
-  op: string;
-  args: unknown[];
-}
-
-export type WriteResult = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string; stack?: string };
+/** The answer to one WriteCall, by its id: the write's result, or what it threw. */
+export type CallAnswer = { id: number; ok: true; value: unknown } | { id: number; ok: false; message: string; stack?: string };
 
 /** The writer thread's answer to one batch: its results, and how long the batch took to be durable. */
 export interface BatchAnswer {
-  results: WriteResult[];
+  results: CallAnswer[];
   seconds: number;
 }
 
@@ -33,7 +27,7 @@ export function timedBatch(db: Database.Database, conn: Conn, calls: readonly Wr
  * fsync for the batch). An operation that throws is rolled back to its savepoint alone; its neighbours'
  * work stays. Nothing is answered before the COMMIT: a caller told "done" is on disk.
  */
-export function runBatch(db: Database.Database, conn: Conn, calls: readonly WriteCall[]): WriteResult[] {
+export function runBatch(db: Database.Database, conn: Conn, calls: readonly WriteCall[]): CallAnswer[] {
   const stmt = statements(db);
   try {
     stmt.begin.run();
@@ -41,13 +35,15 @@ export function runBatch(db: Database.Database, conn: Conn, calls: readonly Writ
     // Another process holds the write lock past busy_timeout: the whole batch is refused, unchanged.
     return calls.map((c) => failure(c.id, err));
   }
-  const results: WriteResult[] = [];
+  const results: CallAnswer[] = [];
   for (const call of calls) {
-    const fn = OPERATIONS[call.op];
+    // The call crossed a thread boundary: its name is checked against WRITES' own keys (not, say,
+    // `toString`) before it is run; its arguments were typed by the sender (see WriteCall).
+    const fn = Object.hasOwn(WRITES, call.op) ? ANY_WRITE[call.op] : null;
     stmt.savepoint.run();
     try {
       if (!fn) throw new Error(`unknown store operation "${call.op}"`);
-      const value = fn(conn, ...call.args);
+      const value = fn(conn, ...(call.args as never[]));
       stmt.release.run();
       results.push({ id: call.id, ok: true, value });
     } catch (err) {
@@ -65,7 +61,7 @@ export function runBatch(db: Database.Database, conn: Conn, calls: readonly Writ
   return results;
 }
 
-function failure(id: number, err: unknown): WriteResult {
+function failure(id: number, err: unknown): CallAnswer {
   const e = err instanceof Error ? err : new Error(String(err));
   return { id, ok: false, message: e.message, stack: e.stack };
 }

@@ -1,10 +1,17 @@
+import { CONDITION_QUERIES } from './condition-queries.js';
+import { RETENTION_QUERIES } from './retention-queries.js';
+
 /**
- * Every SQL statement of the SQLite store, in one place. Each is prepared once per connection (see
- * conn.ts). The comment of each statement lists its parameters: `?` ones in order, `@name` ones by
- * name. The index-plan tests EXPLAIN claimCandidates, expiredLeases, timedOutJobs, activeJobCounts and
- * the retention statements as they are here.
+ * Every SQL statement of the SQLite store, by name (the retention and condition statements are kept
+ * apart only for length, in retention-queries.ts and condition-queries.ts, as in the PostgreSQL
+ * store). Each is prepared once per connection (see connection.ts). The comment of each statement
+ * lists its parameters: `?` ones in order, `@name` ones by name. The index-plan tests EXPLAIN
+ * claimCandidates, expiredLeases, timedOutJobs, activeJobCounts and the retention statements as
+ * QUERIES holds them.
  */
 export const QUERIES = {
+  ...RETENTION_QUERIES,
+  ...CONDITION_QUERIES,
   // ------------------------------------------------------------------------------------ workflows
 
   /** ? id */
@@ -127,7 +134,7 @@ export const QUERIES = {
     RETURNING *`,
   /**
    * The completion of a live lease in one statement: no row unless the job runs under that lease and is
-   * not past its deadline (then lease-check.ts decides what happened). @row_id @lease_id @now_ms @outputs (JSON)
+   * not past its deadline (then checkLease, settle.ts, decides what happened). @row_id @lease_id @now_ms @outputs (JSON)
    */
   succeedLiveJob: `UPDATE jobs
     SET status = 'success', outputs = @outputs, finished_at_ms = @now_ms, deadline_ms = NULL, error = NULL
@@ -137,11 +144,6 @@ export const QUERIES = {
   unclaimJob: `UPDATE jobs
     SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL, worker_id = NULL, lease_id = NULL
     WHERE row_id = ? AND status = 'running' AND lease_id = ?`,
-  /** @row_id @lease_id @now_ms @outputs (JSON); no row unless running under that lease */
-  succeedJob: `UPDATE jobs
-    SET status = 'success', outputs = @outputs, finished_at_ms = @now_ms, deadline_ms = NULL, error = NULL
-    WHERE row_id = @row_id AND status = 'running' AND lease_id = @lease_id
-    RETURNING *`,
   /** ? workflow_id, ? run_number, ? job_id; no row unless pending */
   decrementPendingNeeds: `UPDATE jobs SET pending_needs = pending_needs - 1
     WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND status = 'pending'
@@ -164,21 +166,6 @@ export const QUERIES = {
       worker_id = NULL, lease_id = NULL
     WHERE row_id = @row_id
     RETURNING *`,
-  /** @row_id @now_ms @error */
-  failJob: `UPDATE jobs SET status = 'failed', error = @error, finished_at_ms = @now_ms, deadline_ms = NULL
-    WHERE row_id = @row_id
-    RETURNING *`,
-  /**
-   * What conditions.ts propagate decided for a job it reached (docs/architecture.md "Conditions"); a
-   * job it queues then takes enqueueReady. @row_id @status @pending_needs @needs_results (JSON)
-   * @failed_upstream @run_cancelled @error @now_ms
-   */
-  applyDecision: `UPDATE jobs
-    SET status = @status, pending_needs = @pending_needs, needs_results = @needs_results, failed_upstream = @failed_upstream,
-      run_cancelled = @run_cancelled,
-      error = CASE WHEN @status = 'skipped' THEN @error ELSE error END,
-      finished_at_ms = CASE WHEN @status = 'skipped' THEN @now_ms ELSE finished_at_ms END
-    WHERE row_id = @row_id`,
   /** A cancel's jobs, through jobs_run_status. ? workflow_id, ? run_number */
   unfinishedRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND status IN ('pending', 'queued', 'running')
     ORDER BY row_id`,
@@ -242,46 +229,6 @@ export const QUERIES = {
   setLogBudget: `UPDATE jobs SET log_attempt = ?, log_bytes = ?, log_truncated = ? WHERE row_id = ?`,
   /** ? workflow_id, ? run_number, ? job_id */
   latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
-
-  // ------------------------------------------------------------------------------------ retention
-
-  /**
-   * Finished runs that are not their workflow's latest, finished before a time, oldest first, through
-   * runs_finished. ? finished_before_ms, ? limit
-   */
-  pruneByAge: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM runs r
-    CROSS JOIN workflows w ON w.id = r.workflow_id
-    WHERE r.finished_at_ms < ? AND r.status <> 'running' AND r.run_number < w.latest_run
-    ORDER BY r.finished_at_ms, r.workflow_id, r.run_number LIMIT ?`,
-  /**
-   * Finished runs beyond the newest N of their workflow: per workflow, one primary-key range of runs.
-   * ? retain (N >= 1), ? limit
-   */
-  pruneByCount: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM workflows w
-    CROSS JOIN runs r ON r.workflow_id = w.id AND r.run_number <= w.latest_run - ?
-    WHERE r.status <> 'running' AND r.finished_at_ms IS NOT NULL
-    LIMIT ?`,
-  /** Every run of a workflow, oldest first. ? workflow_id, ? limit */
-  runsOfWorkflow: `SELECT workflow_id, run_number, status, finished_at_ms FROM runs WHERE workflow_id = ?
-    ORDER BY run_number LIMIT ?`,
-  /** ? workflow_id, ? run_number */
-  countRunJobs: `SELECT count(*) AS n FROM jobs WHERE workflow_id = ? AND run_number = ?`,
-  /** ? workflow_id, ? run_number */
-  countRunLogChunks: `SELECT count(*) AS n FROM log_chunks WHERE workflow_id = ? AND run_number = ?`,
-  /** ? workflow_id, ? run_number */
-  deleteRunLogChunks: `DELETE FROM log_chunks WHERE workflow_id = ? AND run_number = ?`,
-  /** Some of a run's log chunks, through the primary key. @workflow_id @run_number @limit */
-  deleteSomeRunLogChunks: `DELETE FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number
-    AND (job_id, attempt, sequence) IN (
-      SELECT job_id, attempt, sequence FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number LIMIT @limit)`,
-  /** Through jobs_by_run and leases_job. ? workflow_id, ? run_number */
-  deleteRunLeases: `DELETE FROM leases WHERE job_row_id IN (SELECT row_id FROM jobs WHERE workflow_id = ? AND run_number = ?)`,
-  /** ? workflow_id, ? run_number */
-  deleteRunJobs: `DELETE FROM jobs WHERE workflow_id = ? AND run_number = ?`,
-  /** ? workflow_id, ? run_number */
-  deleteRun: `DELETE FROM runs WHERE workflow_id = ? AND run_number = ?`,
-  /** ? id */
-  deleteWorkflow: `DELETE FROM workflows WHERE id = ?`,
 
   // -------------------------------------------------------------------------------------- workers
 

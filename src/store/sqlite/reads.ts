@@ -1,6 +1,6 @@
 import type { ActiveJobCount, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
-import type { Conn } from './conn.js';
+import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
 const runKeys = (keys: readonly RunKey[]) => JSON.stringify(keys.map((k) => [k.workflow_id, k.run_number]));

@@ -27,13 +27,13 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { Mutex } from '../mutex.js';
-import { Conn } from './conn.js';
-import { openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
-import { timedBatch, type OperationName } from './group-commit.js';
+import { Conn, openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
+import { timedBatch } from './group-commit.js';
 import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
-import { previewPrune } from './retention-ops.js';
+import { previewPrune } from './retention.js';
+import { writeCall, type WriteArgs, type WriteName, type WriteResult } from './writes.js';
 
 export type { SqliteStoreOptions } from './connection.js';
 
@@ -94,82 +94,87 @@ export class SqliteStore implements Store {
     });
   }
 
+  // Each write below is the Store method (documented in store.ts) handed to the write of the same name
+  // (writes.ts). They stay methods rather than a generated table: each one is checked against both
+  // the Store interface and its write's own signature, and the few that differ (releaseLeases,
+  // pruneRuns) read as what they are.
+
   createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
-    return this.write('createWorkflow', [rec]);
+    return this.write('createWorkflow', rec);
   }
 
   saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
-    return this.write('saveWorkflow', [rec]);
+    return this.write('saveWorkflow', rec);
   }
 
   startRun(req: StartRunRequest): Promise<StartRunOutcome> {
-    return this.write('startRun', [req]);
+    return this.write('startRun', req);
   }
 
   cancelRun(workflowId: string, nowMs: number, runNumber?: number): Promise<CancelRunOutcome> {
-    return this.write('cancelRun', [workflowId, nowMs, runNumber]);
+    return this.write('cancelRun', workflowId, nowMs, runNumber);
   }
 
   startQueuedRuns(workflowId: string, nowMs: number): Promise<StartedRuns> {
-    return this.write('startQueuedRuns', [workflowId, nowMs]);
+    return this.write('startQueuedRuns', workflowId, nowMs);
   }
 
   fireSchedule(req: FireScheduleRequest): Promise<FireScheduleOutcome> {
-    return this.write('fireSchedule', [req]);
+    return this.write('fireSchedule', req);
   }
 
   claim(req: StoreClaim): Promise<Claimed[]> {
-    return this.write('claim', [req]);
+    return this.write('claim', req);
   }
 
   releaseLeases(leaseIds: readonly string[], _nowMs: number): Promise<JobChange[]> {
-    return this.write('releaseLeases', [leaseIds]);
+    return this.write('releaseLeases', leaseIds);
   }
 
   heartbeat(leaseId: string, nowMs: number, holder: string | null = null): Promise<HeartbeatOutcome> {
-    return this.write('heartbeat', [leaseId, nowMs, holder]);
+    return this.write('heartbeat', leaseId, nowMs, holder);
   }
 
   complete(leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): Promise<CompleteOutcome> {
-    return this.write('complete', [leaseId, outputs, nowMs, holder]);
+    return this.write('complete', leaseId, outputs, nowMs, holder);
   }
 
   fail(leaseId: string, error: string, retryable: boolean, nowMs: number, holder: string | null = null): Promise<FailOutcome> {
-    return this.write('fail', [leaseId, error, retryable, nowMs, holder]);
+    return this.write('fail', leaseId, error, retryable, nowMs, holder);
   }
 
   pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
-    return this.write('pushLogs', [leaseId, chunks, nowMs, holder, maxBytes]);
+    return this.write('pushLogs', leaseId, chunks, nowMs, holder, maxBytes);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {
-    return this.write('expireLeases', [nowMs, limit]);
+    return this.write('expireLeases', nowMs, limit);
   }
 
   timeOutJobs(nowMs: number, limit: number): Promise<ReapOutcome> {
-    return this.write('timeOutJobs', [nowMs, limit]);
+    return this.write('timeOutJobs', nowMs, limit);
   }
 
   settleStrandedRuns(nowMs: number, limit: number): Promise<number> {
-    return this.write('settleStrandedRuns', [nowMs, limit]);
+    return this.write('settleStrandedRuns', nowMs, limit);
   }
 
   /** A dry run is a read: it takes no write lock, however much it lists. */
   pruneRuns(req: PruneRequest): Promise<PruneOutcome> {
     if (req.dry_run) return this.read(async () => previewPrune(this.conn, req));
-    return this.write('pruneRuns', [req]);
+    return this.write('pruneRuns', req);
   }
 
   deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
-    return this.write('deleteWorkflow', [id, limits]);
+    return this.write('deleteWorkflow', id, limits);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
-    return this.write('registerWorker', [workerId, labels, nowMs]);
+    return this.write('registerWorker', workerId, labels, nowMs);
   }
 
   pruneWorkers(seenBeforeMs: number, limit: number): Promise<number> {
-    return this.write('pruneWorkers', [seenBeforeMs, limit]);
+    return this.write('pruneWorkers', seenBeforeMs, limit);
   }
 
   onCommit(observer: (seconds: number) => void): void {
@@ -188,16 +193,16 @@ export class SqliteStore implements Store {
    * One operation, durable when the promise resolves. On the writer thread it joins whatever batch
    * commits next; inline it runs in a transaction of its own, after any read transaction open here.
    */
-  private async write<T>(name: OperationName, args: unknown[]): Promise<T> {
-    if (this.writer) return this.writer.call<T>(name, args);
-    if (this.db.inTransaction) return this.lock.run(async () => this.inline<T>(name, args));
-    return this.inline<T>(name, args);
+  private async write<K extends WriteName>(name: K, ...args: WriteArgs<K>): Promise<WriteResult<K>> {
+    if (this.writer) return this.writer.call(name, args);
+    if (this.db.inTransaction) return this.lock.run(async () => this.inline(name, args));
+    return this.inline(name, args);
   }
 
-  private inline<T>(name: OperationName, args: unknown[]): T {
-    const { results: [result], seconds } = timedBatch(this.db, this.conn, [{ id: 0, op: name, args }]);
+  private inline<K extends WriteName>(name: K, args: WriteArgs<K>): WriteResult<K> {
+    const { results: [result], seconds } = timedBatch(this.db, this.conn, [writeCall(0, name, ...args)]);
     this.commitObserver?.(seconds);
     if (!result!.ok) throw Object.assign(new Error(result!.message), { stack: result!.stack ?? result!.message });
-    return result!.value as T;
+    return result!.value as WriteResult<K>;
   }
 }

@@ -1,12 +1,12 @@
 /**
  * The SQLite store's writer thread: owns the write connection and runs every write operation there,
- * batching whatever arrived while the previous commit was being made durable (group-commit.ts). The
+ * batching whatever arrived while the previous commit was being made durable (group-commit.ts; the writes are writes.ts). The
  * main thread's event loop therefore never waits on an fsync.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { Conn } from './conn.js';
-import { openConnection, type SqliteStoreOptions } from './connection.js';
-import { timedBatch, type WriteCall } from './group-commit.js';
+import { Conn, openConnection, type SqliteStoreOptions } from './connection.js';
+import { timedBatch } from './group-commit.js';
+import type { WriteCall } from './writes.js';
 
 /** Bounds one transaction, so that a flood of calls still gets answers in steady steps. */
 const MAX_BATCH = 1000;

@@ -2,7 +2,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { SqliteStoreOptions } from './connection.js';
-import type { BatchAnswer, OperationName } from './group-commit.js';
+import type { BatchAnswer } from './group-commit.js';
+import type { WriteArgs, WriteName, WriteResult } from './writes.js';
 
 // The thread runs the same module format as this file: .js when built, .ts from source (tests, tsx).
 const EXT = path.extname(fileURLToPath(import.meta.url));
@@ -46,10 +47,11 @@ export class ThreadWriter {
     );
   }
 
-  call<T>(op: OperationName, args: unknown[]): Promise<T> {
+  /** Write `op`; answers what WRITES[op] returned on the thread (a structured clone of it). */
+  call<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<WriteResult<K>>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
       this.thread.postMessage({ id, op, args });
     });

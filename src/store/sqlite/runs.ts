@@ -14,42 +14,12 @@ import type {
 } from '../store.js';
 import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/types.js';
 import { plannedJobsAt } from '../rows.js';
-import { inputsColumn, jobRow, schedulesColumn, toJob, toRun, toWorkflow, type Row } from '../rows.js';
-import type { Conn } from './conn.js';
-import { change, decisionParams, finishJobs, propagateEnd } from './settle.js';
+import { inputsColumn, jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
+import { change } from '../changes.js';
+import type { Conn } from './connection.js';
+import { decisionParams, finishJobs, propagateEnd } from './settle.js';
 
-/** Workflows and runs as synchronous operations (see operations.ts). */
-
-function workflowRow(rec: WorkflowRecord): Row {
-  return { ...rec, definition: JSON.stringify(rec.definition), schedules: schedulesColumn(rec.definition), next_fire_at_ms: rec.next_fire_at_ms ?? null };
-}
-
-export function createWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'exists' {
-  return c.q('insertWorkflow').run(workflowRow(rec)).changes === 1 ? 'created' : 'exists';
-}
-
-/** Creates, or replaces the definition in place (run history and latest_run stay) when it changed. */
-export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated' | 'unchanged' {
-  const row = c.q('getWorkflow').get(rec.id) as Row | undefined;
-  if (!row) {
-    c.q('insertWorkflow').run(workflowRow(rec));
-    return 'created';
-  }
-  const existing = toWorkflow(row);
-  if (existing.hash === rec.hash && existing.source === rec.source) return 'unchanged';
-  c.q('updateWorkflowDefinition').run({
-    id: rec.id,
-    name: rec.name,
-    trigger: rec.trigger,
-    definition: JSON.stringify(rec.definition),
-    source: rec.source,
-    hash: rec.hash,
-    updated_at_ms: rec.updated_at_ms,
-    schedules: schedulesColumn(rec.definition),
-    next_fire_at_ms: rec.next_fire_at_ms ?? null,
-  });
-  return 'updated';
-}
+/** Runs as synchronous writes (see writes.ts): starting, queueing, firing schedules, cancelling. */
 
 /**
  * Run latest_run + 1. The write transaction holds SQLite's single write lock from its first statement

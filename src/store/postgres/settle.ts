@@ -4,14 +4,15 @@ import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/re
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
 import { decisionColumns, toJob, toLease, type Row } from '../rows.js';
+import { change } from '../changes.js';
 import { QUERIES } from './queries.js';
 import { statement, writeStatement, type Exec, type Sql } from './tx.js';
 
-export const change = (j: { workflow_id: string; run_number: number; job_id: string }): JobChange => ({
-  workflow_id: j.workflow_id,
-  run_number: j.run_number,
-  job_id: j.job_id,
-});
+/**
+ * The steps several operations share, named as in the SQLite store's settle.ts: judging a lease call
+ * (checkLease), expiring a lease or timing out a job, failing a job by its retry plan (applyFailure),
+ * deciding the jobs below one that ended (propagateEnd) and settling the run (settleRunIfOver).
+ */
 
 export interface LockedLease {
   lease: LeaseRecord;
@@ -51,13 +52,6 @@ export async function settleRunsOf<T extends object>(sql: Sql, nowMs: number, ou
   return outcome;
 }
 
-/** The reaper's sweep for runs a crash left unsettled (see QUERIES.unsettledRuns); answers how many. */
-export async function settleStrandedRuns(sql: Sql, nowMs: number, limit: number): Promise<number> {
-  const runs = await statement(sql, QUERIES.unsettledRuns, [limit]);
-  for (const r of runs) await settleRunIfOver(sql, r.workflow_id as string, r.run_number as number, nowMs, false);
-  return runs.length;
-}
-
 /**
  * Applies a failure to the job running under `lease` (both already locked by the caller, lease first)
  * by the domain's retry plan, settling the lease in `leaseState`.
@@ -83,7 +77,7 @@ export async function applyFailure(
     job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
   const failed = toJob(row!);
-  const changed = await decideBelow(q, [endedJob(failed)], below, nowMs);
+  const changed = await propagateEnd(q, [endedJob(failed)], below, nowMs);
   return { job: failed, changes: [change(job), ...changed.map(change)] };
 }
 
@@ -91,7 +85,7 @@ export async function applyFailure(
  * Runs conditions.ts propagate over `rows` (pending jobs below the ended ones, locked by the caller)
  * and writes what it decided in one statement. Answers the jobs changed, in row order.
  */
-export async function decideBelow(q: Exec, ended: readonly EndedJob[], rows: readonly Row[], nowMs: number): Promise<JobRecord[]> {
+export async function propagateEnd(q: Exec, ended: readonly EndedJob[], rows: readonly Row[], nowMs: number): Promise<JobRecord[]> {
   const byId = new Map(rows.map((r) => { const j = toJob(r); return [j.job_id, j] as const; }));
   const changed = (propagate(ended, (id) => byId.get(id)) as JobRecord[]).sort((a, b) => a.row_id - b.row_id);
   await writeDecisions(q, changed, nowMs);
@@ -104,7 +98,7 @@ export async function writeDecisions(q: Exec, jobs: readonly JobRecord[], nowMs:
 }
 
 /** Settles an active lease that ran out: expired, and its job's attempt a retryable failure. */
-export async function expire(
+export async function expireLease(
   q: Exec,
   locked: LockedLease,
   nowMs: number,
@@ -125,7 +119,7 @@ export async function timeOut(q: Exec, locked: LockedLease, nowMs: number) {
   return { lease: { ...locked.lease, state: 'timed_out' as const }, job: r.job, changes: r.changes };
 }
 
-export type Verdict =
+export type LeaseCheck =
   | { kind: 'refused'; outcome: LeaseRefusal }
   | { kind: 'cancelled'; lease: LeaseRecord }
   | { kind: 'live'; locked: LockedLease };
@@ -134,7 +128,7 @@ export type Verdict =
  * Locks the lease and decides what a lease call may do with it. Running out (expiry, then timeout) is
  * applied right here, so the caller's refusal already reflects the job back in the queue.
  */
-export async function judgeLease(q: Exec, leaseId: string, nowMs: number, holder: string | null = null): Promise<Verdict> {
+export async function checkLease(q: Exec, leaseId: string, nowMs: number, holder: string | null = null): Promise<LeaseCheck> {
   const locked = lockedLease((await q(QUERIES.lockLease, [leaseId]))[0]);
   if (!locked) return { kind: 'refused', outcome: { kind: 'not_found' } };
   const { lease, job } = locked;
@@ -153,7 +147,7 @@ export async function judgeLease(q: Exec, leaseId: string, nowMs: number, holder
       break;
   }
   if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
-    const r = await expire(q, locked, nowMs);
+    const r = await expireLease(q, locked, nowMs);
     return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, job: r.job, changes: r.changes } };
   }
   if (job.deadline_ms !== null && nowMs > job.deadline_ms) {

@@ -4,8 +4,6 @@ import { storableText } from '../../domain/text.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, fitLogPush, logTruncationMarker } from '../../domain/log-budget.js';
 import type { Outputs } from '../../domain/types.js';
 import type {
-  Claimed,
-  StoreClaim,
   CompleteOutcome,
   FailOutcome,
   HeartbeatOutcome,
@@ -13,63 +11,17 @@ import type {
   JobChange,
   LogChunkRecord,
   PushLogsOutcome,
-  WorkerRecord,
 } from '../store.js';
-import { newLease, toJob, toLease, toWorker, type Row } from '../rows.js';
-import type { Conn } from './conn.js';
-import { checkLease, runsUnder, settleLease } from './lease-check.js';
-import { applyFailure, change, finishJobs, jobByRowId, propagateEnd } from './settle.js';
+import { toJob, toLease, type Row } from '../rows.js';
+import { change } from '../changes.js';
+import type { Conn } from './connection.js';
+import { applyFailure, checkLease, finishJobs, propagateEnd, settleLease } from './settle.js';
 
 /**
- * The worker protocol as synchronous operations: each runs its statements with no await between them,
- * inside whatever transaction the caller opened (see operations.ts).
+ * The worker protocol's lease calls as synchronous writes: each runs its statements with no await
+ * between them, inside whatever transaction the caller opened (see writes.ts). Each goes through
+ * checkLease (settle.ts) unless its common case passes a guarded statement first.
  */
-
-/**
- * Hands out up to `max` claimable jobs: one ordered range read of jobs_claim per label key, merged by
- * (ready_at_ms, row_id), the oldest taken. The write transaction keeps every other writer out, and the
- * update re-checks `queued`, so a job is handed out once per attempt.
- */
-export function claim(c: Conn, req: StoreClaim): Claimed[] {
-  const now = req.now_ms;
-  c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
-  const max = Math.min(req.max, req.lease_ids.length);
-  if (max <= 0 || req.label_keys.length === 0) return [];
-  const candidates: Array<{ row_id: number; ready_at_ms: number }> = [];
-  const read = c.q('claimCandidates');
-  for (const key of new Set(req.label_keys)) {
-    for (const r of read.all(key, now, max) as Array<{ row_id: number; ready_at_ms: number }>) candidates.push(r);
-  }
-  candidates.sort((a, b) => a.ready_at_ms - b.ready_at_ms || a.row_id - b.row_id);
-  const claimed: Claimed[] = [];
-  for (const cand of candidates) {
-    if (claimed.length >= max) break;
-    const leaseId = req.lease_ids[claimed.length]!;
-    const row = c.q('startJob').get({ row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId }) as
-      | Row
-      | undefined;
-    if (!row) continue;
-    const job = toJob(row);
-    const lease = newLease(job, leaseId, req.worker_id, req.ttl_secs, now, leaseExpiresAt(now, req.ttl_secs), req.token_name ?? null);
-    c.q('insertLease').run(lease);
-    claimed.push({ job, lease });
-  }
-  return claimed;
-}
-
-/** Leases handed back unused (the claimant went away): their jobs return to their place in the queue. */
-export function releaseLeases(c: Conn, leaseIds: readonly string[]): JobChange[] {
-  const changes: JobChange[] = [];
-  for (const leaseId of leaseIds) {
-    const lease = settleLease(c, leaseId, 'released');
-    if (!lease) continue;
-    const job = jobByRowId(c, lease.job_row_id);
-    if (!job || !runsUnder(job, lease)) continue;
-    c.q('unclaimJob').run(job.row_id, leaseId);
-    changes.push(change(job));
-  }
-  return changes;
-}
 
 export function heartbeat(c: Conn, leaseId: string, nowMs: number, holder: string | null = null): HeartbeatOutcome {
   const check = checkLease(c, leaseId, nowMs, holder);
@@ -190,11 +142,3 @@ export function pushLogs(c: Conn, leaseId: string, chunks: readonly IncomingChun
   return { kind: 'stored', lease, accepted: fit.kept, truncated: fit.cut };
 }
 
-export function registerWorker(c: Conn, workerId: string, labels: readonly string[], nowMs: number): WorkerRecord {
-  return toWorker(c.q('upsertWorker').get(workerId, JSON.stringify(labels), nowMs, nowMs) as Row);
-}
-
-/** Workers gone quiet: see Store.pruneWorkers. */
-export function pruneWorkers(c: Conn, seenBeforeMs: number, limit: number): number {
-  return c.q('pruneWorkers').run(seenBeforeMs, limit).changes;
-}

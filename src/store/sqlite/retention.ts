@@ -1,10 +1,10 @@
 import type { RunState } from '../../domain/types.js';
 import type { DeleteLimits, DeleteWorkflowOutcome, PruneOutcome, PruneRequest, PrunedRun } from '../store.js';
 import type { Row } from '../rows.js';
-import type { Conn } from './conn.js';
+import type { Conn } from './connection.js';
 
 /**
- * Retention (README "Retention") as synchronous operations (see operations.ts). Each call deletes at
+ * Retention (README "Retention") as synchronous operations (see writes.ts). Each call deletes at
  * most a bounded number of runs and log chunks, so that it holds SQLite's one write lock, and the
  * batch it joins, for a short while only; callers call again while there is more.
  */

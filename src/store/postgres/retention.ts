@@ -94,18 +94,21 @@ async function deleteWithin(
   return { whole, partial, stopped: next !== undefined };
 }
 
+/** What retention would delete now, without changing anything (a read-only transaction, no row locks). */
+export async function previewPrune(sql: Sql, req: PruneRequest): Promise<PruneOutcome> {
+  return transaction(
+    sql,
+    async (q) => {
+      const found = await candidates(q, req, req.max_runs + 1, false);
+      const runs = await counted(q, found.slice(0, req.max_runs));
+      return { runs: runs.map(pruned), partial: null, more: found.length > req.max_runs };
+    },
+    { mode: 'ISOLATION LEVEL REPEATABLE READ READ ONLY' },
+  );
+}
+
 export async function pruneRuns(sql: Sql, req: PruneRequest): Promise<PruneOutcome> {
-  if (req.dry_run) {
-    return transaction(
-      sql,
-      async (q) => {
-        const found = await candidates(q, req, req.max_runs + 1, false);
-        const runs = await counted(q, found.slice(0, req.max_runs));
-        return { runs: runs.map(pruned), partial: null, more: found.length > req.max_runs };
-      },
-      { mode: 'ISOLATION LEVEL REPEATABLE READ READ ONLY' },
-    );
-  }
+  if (req.dry_run) return previewPrune(sql, req);
   return transaction(sql, async (q) => {
     const found = await candidates(q, req, req.max_runs + 1, true);
     const runs = await counted(q, found.slice(0, req.max_runs));

@@ -1,10 +1,7 @@
 import { planCancel, propagate } from '../../domain/conditions.js';
-import { leaseExpiresAt } from '../../domain/lease.js';
 import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/types.js';
 import type {
   CancelRunOutcome,
-  StoreClaim,
-  Claimed,
   FireScheduleOutcome,
   FireScheduleRequest,
   JobChange,
@@ -13,40 +10,13 @@ import type {
   StartRunOutcome,
   StartedRuns,
   StartRunRequest,
-  WorkerRecord,
-  WorkflowRecord,
 } from '../store.js';
-import { inputsColumn, jobRow, newLease, plannedJobsAt, schedulesColumn, toJob, toRun, toWorker, type Row } from '../rows.js';
-import { settleRunIfOver, writeDecisions } from './failures.js';
+import { inputsColumn, jobRow, plannedJobsAt, toJob, toRun, type Row } from '../rows.js';
+import { settleRunIfOver, writeDecisions } from './settle.js';
 import { QUERIES } from './queries.js';
 import { StartOver, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
-/** Workflows, runs, claims and workers: the operations that are not lease calls. */
-
-const workflowParams = (rec: WorkflowRecord) => [
-  rec.id, rec.name, rec.trigger, JSON.stringify(rec.definition), rec.source, rec.hash,
-  rec.created_at_ms, rec.updated_at_ms, rec.latest_run, schedulesColumn(rec.definition), rec.next_fire_at_ms ?? null,
-];
-
-export async function createWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'exists'> {
-  return (await writeStatement(sql, QUERIES.createWorkflow, workflowParams(rec))).length > 0 ? 'created' : 'exists';
-}
-
-export async function saveWorkflow(sql: Sql, rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
-  const [row] = await writeStatement(sql, QUERIES.saveWorkflow, workflowParams(rec));
-  if (!row) return 'unchanged';
-  return row.created ? 'created' : 'updated';
-}
-
-export async function registerWorker(sql: Sql, workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {
-  const [row] = await writeStatement(sql, QUERIES.registerWorker, [workerId, JSON.stringify(labels), nowMs]);
-  return toWorker(row!);
-}
-
-/** Workers gone quiet: see Store.pruneWorkers. One statement, so it holds its row locks only while it runs. */
-export async function pruneWorkers(sql: Sql, seenBeforeMs: number, limit: number): Promise<number> {
-  return (await writeStatement(sql, QUERIES.pruneWorkers, [seenBeforeMs, limit])).length;
-}
+/** Runs: starting, queueing, firing schedules, cancelling. */
 
 export async function startRun(
   sql: Sql,
@@ -288,25 +258,4 @@ async function cancelRunning(sql: Sql, workflowId: string, runNumber: number, no
   });
   if (outcome.kind === 'cancelled') await settleRunIfOver(sql, workflowId, outcome.run_number, nowMs);
   return outcome;
-}
-
-export async function claim(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
-  const now = req.now_ms;
-  const expires = leaseExpiresAt(now, req.ttl_secs);
-  const max = Math.max(0, Math.min(req.max, req.lease_ids.length));
-  const rows = await writeStatement(sql, QUERIES.claim, [
-    [...new Set(req.label_keys)],
-    now,
-    max,
-    req.lease_ids,
-    req.worker_id,
-    JSON.stringify(req.worker_labels),
-    req.ttl_secs,
-    expires,
-    req.token_name ?? null,
-  ]);
-  return rows.map((r) => {
-    const job = toJob(r);
-    return { job, lease: newLease(job, job.lease_id!, req.worker_id, req.ttl_secs, now, expires, req.token_name ?? null) };
-  });
 }

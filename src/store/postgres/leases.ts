@@ -9,20 +9,18 @@ import type {
   JobChange,
   LeaseRecord,
   PushLogsOutcome,
-  ReapOutcome,
 } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import { endedJob } from '../../domain/conditions.js';
-import {
-  applyFailure, change, currentJob, decideBelow, expire, judgeLease, lockedLease, settleRunIfOver, settleRunsOf, timeOut, type LockedLease,
-} from './failures.js';
+import { change } from '../changes.js';
+import { applyFailure, checkLease, currentJob, propagateEnd, settleRunIfOver, settleRunsOf, type LockedLease } from './settle.js';
 import { QUERIES } from './queries.js';
-import { pipeline, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
+import { pipeline, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
 /**
- * The worker protocol's lease calls and the reaper. Each first tries the guarded statement that does
+ * The worker protocol's lease calls. Each first tries the guarded statement that does
  * the common case in one go; only when its guard fails does it lock the lease and look closer
- * (judgeLease), so a live lease costs no extra round trip.
+ * (checkLease), so a live lease costs no extra round trip.
  */
 
 /** The worker is recorded as seen by a statement sent with COMMIT (see TxOptions.after). */
@@ -30,14 +28,14 @@ const touch = (leaseId: string, nowMs: number, holder: string | null) => ({ text
 
 /*
  * `holder`: the name of the token the call came with (null: none); a lease claimed with another
- * token is refused `not_yours` by the guards and by judgeLease, and nothing changes.
+ * token is refused `not_yours` by the guards and by checkLease, and nothing changes.
  */
 
 export async function heartbeat(sql: Sql, leaseId: string, nowMs: number, holder: string | null): Promise<HeartbeatOutcome> {
   const [row] = await writeStatement(sql, QUERIES.renewLease, [leaseId, nowMs, holder]);
   if (row) return { kind: 'renewed', lease: toLease(row) };
   const outcome = await transaction(sql, async (q): Promise<HeartbeatOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs, holder);
+    const v = await checkLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', lease: v.lease };
     // Live after all (the guard and the lock disagree only under racing calls): renew under the lock.
@@ -65,7 +63,7 @@ export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowM
     return completed(row);
   }
   const outcome = await transaction(sql, async (q): Promise<CompleteOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs, holder);
+    const v = await checkLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
     return completeLocked(q, v.locked, encoded, nowMs);
@@ -84,7 +82,7 @@ async function completeLocked(q: Exec, { lease, job }: LockedLease, encoded: str
     job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
   const done = toJob(required(row, 'succeedJob', lease.lease_id));
-  const changed = await decideBelow(q, [endedJob(done)], below, nowMs);
+  const changed = await propagateEnd(q, [endedJob(done)], below, nowMs);
   return {
     kind: 'completed',
     job: done,
@@ -108,7 +106,7 @@ export async function fail(sql: Sql, leaseId: string, error: string, retryable: 
   const outcome = await transaction(
     sql,
     async (q): Promise<FailOutcome> => {
-      const v = await judgeLease(q, leaseId, nowMs, holder);
+      const v = await checkLease(q, leaseId, nowMs, holder);
       if (v.kind === 'refused') return v.outcome;
       if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
       const r = await applyFailure(q, v.locked, 'failed', storableText(error), retryable, nowMs);
@@ -140,7 +138,7 @@ export async function pushLogs(
   const [row] = await writeStatement(sql, QUERIES.pushLogs, params);
   if (row) return stored(row);
   const outcome = await transaction(sql, async (q): Promise<PushLogsOutcome> => {
-    const v = await judgeLease(q, leaseId, nowMs, holder);
+    const v = await checkLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;
     const lease = v.kind === 'cancelled' ? v.lease : v.locked.lease;
     const mismatch = findMismatch(chunks, lease);
@@ -159,47 +157,6 @@ function findMismatch(chunks: readonly IncomingChunk[], lease: LeaseRecord) {
     if (c.job_id !== undefined && c.job_id !== lease.job_id) return { index, field: 'job_id' as const, value: c.job_id };
   }
   return null;
-}
-
-/** See QUERIES.releaseLeases. */
-export async function releaseLeases(sql: Sql, leaseIds: readonly string[]): Promise<JobChange[]> {
-  if (leaseIds.length === 0) return [];
-  return (await writeStatement(sql, QUERIES.releaseLeases, [leaseIds]))
-    .sort((a, b) => (a.row_id as number) - (b.row_id as number))
-    .map((r) => change(r as unknown as JobChange));
-}
-
-/**
- * Each expired lease is settled in a transaction of its own that locks it again with SKIP LOCKED and
- * re-checks it: a lease that another reaper or the worker's own call is settling is left to that one,
- * so no lease is settled twice, and no transaction holds a run row while waiting for another's jobs.
- */
-export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
-  const out: ReapOutcome = { changes: [], ended: [] };
-  for (const { lease_id } of await statement(sql, QUERIES.expiredLeases, [nowMs, limit])) {
-    const settled = await transaction(sql, async (q) => {
-      const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
-      return locked ? await expire(q, locked, nowMs) : { job: null, changes: [] };
-    });
-    out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
-    if (settled.job) out.ended.push(settled.job);
-  }
-  return out;
-}
-
-/** As expireLeases, for running jobs past their deadline (their lease is locked first, as everywhere). */
-export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
-  const out: ReapOutcome = { changes: [], ended: [] };
-  for (const { lease_id } of await statement(sql, QUERIES.timedOutJobs, [nowMs, limit])) {
-    if (lease_id === null) continue;
-    const settled = await transaction(sql, async (q) => {
-      const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
-      return locked ? await timeOut(q, locked, nowMs) : { job: null, changes: [] };
-    });
-    out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
-    if (settled.job) out.ended.push(settled.job);
-  }
-  return out;
 }
 
 /** A guarded statement that must pass because we hold the lease and found it live. */

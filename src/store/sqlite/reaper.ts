@@ -1,8 +1,7 @@
 import type { ReapOutcome } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
-import type { Conn } from './conn.js';
-import { expireLease, timeOut } from './lease-check.js';
-import { settleIfOver, type RunCounters } from './settle.js';
+import type { Conn } from './connection.js';
+import { expireLease, settleRunIfOver, timeOut, type RunCounters } from './settle.js';
 
 /**
  * The reaper's operations: what no lease call came to settle. Each item is found through its partial
@@ -32,6 +31,6 @@ export function timeOutJobs(c: Conn, nowMs: number, limit: number): ReapOutcome 
  */
 export function settleStrandedRuns(c: Conn, nowMs: number, limit: number): number {
   const runs = c.q('strandedRuns').all(limit) as Array<RunCounters & { workflow_id: string; run_number: number }>;
-  for (const r of runs) settleIfOver(c, r, r, nowMs);
+  for (const r of runs) settleRunIfOver(c, r, r, nowMs);
   return runs.length;
 }
