@@ -49,17 +49,18 @@ test('three 10,000-job workflows: four full lists read at once keep /healthz p99
   const status = await request('GET', `${server.url}/api/workflows/big-b/status`);
   assert.equal(JSON.stringify(list[1]), status.text);
   assert.ok(p99s.length >= 5, `only ${p99s.length} /healthz samples`);
-  // Typically under 100 ms, never far above (the stalls left are garbage collections of the job rows
-  // read), plus twice the idle delay this machine's load causes (measured above); a page serialized
-  // whole held the loop for seconds.
+  // Under 100 ms on a quiet machine (77 ms at most measured; the stalls left are garbage collections of
+  // the job rows read). The bounds leave a busy machine twice that and twice the idle delay measured
+  // above (CI, with other test files running beside this one, saw 120 ms): a page serialized whole
+  // held the loop for 0.8 to 5 s, far beyond them.
   assert.ok(
-    percentile(p99s, 50) < 100 + 2 * noise,
+    percentile(p99s, 50) < 200 + 2 * noise,
     `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples (idle: ${noise} ms): ${JSON.stringify(p99s)}`,
   );
   // The tail gets room for a busy machine's bursts (README "Tests under load"); the old answer, one
   // page serialized whole, held the loop for 0.8 to 5 s, far beyond it.
   assert.ok(
-    percentile(p99s, 95) < 300 + 2 * noise,
+    percentile(p99s, 95) < 400 + 2 * noise,
     `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples; idle: ${noise} ms): ${JSON.stringify(p99s)}`,
   );
 
