@@ -2,6 +2,7 @@
  * Driving large workflows through a spawned server and watching what it costs: the server's resident
  * memory (from /proc), its event-loop delay (from /healthz) and listeners that read or never read.
  */
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import { request } from './http.js';
@@ -52,6 +53,20 @@ export function percentile(xs: number[], q: number): number {
   if (xs.length === 0) return NaN;
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((q / 100) * sorted.length) - 1)]!;
+}
+
+/**
+ * The verdict of the responsiveness tests (README "Tests under load") on `/healthz` p99 samples: the
+ * median under 200 ms and the slowest twentieth under 400 ms, each plus twice `idleMs`, the delay the
+ * machine's load gave an idle server just before. On a quiet machine the samples stay under 100 ms;
+ * what these tests guard against (a whole answer or document serialized at once) held the loop for
+ * 0.8 to 5 s, far beyond the bounds.
+ */
+export function assertResponsive(p99s: number[], idleMs: number): void {
+  const show = `(idle: ${idleMs} ms): ${JSON.stringify(p99s)}`;
+  assert.ok(p99s.length >= 5, `only ${p99s.length} /healthz samples`);
+  assert.ok(percentile(p99s, 50) < 200 + 2 * idleMs, `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples ${show}`);
+  assert.ok(percentile(p99s, 95) < 400 + 2 * idleMs, `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples) ${show}`);
 }
 
 /**

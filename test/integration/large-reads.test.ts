@@ -6,11 +6,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, request, type HttpResult } from '../helpers/http.js';
-import { percentile, sampler, wideWorkflow } from '../helpers/load.js';
+import { assertResponsive, percentile, sampler, wideWorkflow } from '../helpers/load.js';
 import { sandbox, serverProcess, spawnWeft, startInProcess, track } from '../helpers/server.js';
 import { logTruncationMarker } from '../../src/domain/log-budget.js';
 
-test('three 10,000-job workflows: four full lists read at once keep /healthz p99 under 100 ms, and equal the status documents; jobs=false lists summaries', async (t) => {
+test('three 10,000-job workflows: four full lists read at once keep the event loop responsive, and equal the status documents; jobs=false lists summaries', async (t) => {
   const sb = sandbox(t);
   const server = await serverProcess(t, sb, { SQLITE_SYNCHRONOUS: 'NORMAL', LOG_LEVEL: 'warn' });
   const pid = server.proc.pid!;
@@ -48,21 +48,7 @@ test('three 10,000-job workflows: four full lists read at once keep /healthz p99
   // Written in pieces, the text is still JSON.stringify's of the status document, key for key.
   const status = await request('GET', `${server.url}/api/workflows/big-b/status`);
   assert.equal(JSON.stringify(list[1]), status.text);
-  assert.ok(p99s.length >= 5, `only ${p99s.length} /healthz samples`);
-  // Under 100 ms on a quiet machine (77 ms at most measured; the stalls left are garbage collections of
-  // the job rows read). The bounds leave a busy machine twice that and twice the idle delay measured
-  // above (CI, with other test files running beside this one, saw 120 ms): a page serialized whole
-  // held the loop for 0.8 to 5 s, far beyond them.
-  assert.ok(
-    percentile(p99s, 50) < 200 + 2 * noise,
-    `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples (idle: ${noise} ms): ${JSON.stringify(p99s)}`,
-  );
-  // The tail gets room for a busy machine's bursts (README "Tests under load"); the old answer, one
-  // page serialized whole, held the loop for 0.8 to 5 s, far beyond it.
-  assert.ok(
-    percentile(p99s, 95) < 400 + 2 * noise,
-    `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples; idle: ${noise} ms): ${JSON.stringify(p99s)}`,
-  );
+  assertResponsive(p99s, noise);
 
   const summaries = await request('GET', `${server.url}/api/workflows?jobs=false`);
   assert.equal(summaries.status, 200, summaries.text);
