@@ -57,7 +57,7 @@ export function percentile(xs: number[], q: number): number {
 
 /**
  * The verdict of the responsiveness tests (README "Tests under load") on `/healthz` p99 samples: the
- * median under 200 ms and the slowest twentieth under 400 ms, each plus twice `idleMs`, the delay the
+ * median under 300 ms and the slowest twentieth under 600 ms, each plus twice `idleMs`, the delay the
  * machine's load gave an idle server just before. On a quiet machine the samples stay under 100 ms;
  * what these tests guard against (a whole answer or document serialized at once) held the loop for
  * 0.8 to 5 s, far beyond the bounds.
@@ -65,8 +65,8 @@ export function percentile(xs: number[], q: number): number {
 export function assertResponsive(p99s: number[], idleMs: number): void {
   const show = `(idle: ${idleMs} ms): ${JSON.stringify(p99s)}`;
   assert.ok(p99s.length >= 5, `only ${p99s.length} /healthz samples`);
-  assert.ok(percentile(p99s, 50) < 200 + 2 * idleMs, `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples ${show}`);
-  assert.ok(percentile(p99s, 95) < 400 + 2 * idleMs, `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples) ${show}`);
+  assert.ok(percentile(p99s, 50) < 300 + 2 * idleMs, `event-loop delay p99 was ${percentile(p99s, 50)} ms in half of the samples ${show}`);
+  assert.ok(percentile(p99s, 95) < 600 + 2 * idleMs, `event-loop delay p99 reached ${percentile(p99s, 95)} ms (95th percentile of the samples) ${show}`);
 }
 
 /**
