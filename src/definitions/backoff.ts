@@ -3,6 +3,7 @@
  * PascalCase external tagging, so both are accepted and normalised to the internal `Backoff`.
  */
 import type { Backoff } from '../domain/types.js';
+import { NO_BACKOFF } from '../domain/backoff.js';
 import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readInt } from './values.js';
 
 const KINDS: Record<string, Backoff['kind']> = {
@@ -17,7 +18,7 @@ const KINDS: Record<string, Backoff['kind']> = {
 const SHAPE_HINT = "expected 'none', { fixed: { delay_secs } } or { exponential: { base_secs, max_secs } }";
 
 export function readBackoff(value: unknown, at: At): Backoff {
-  const none: Backoff = { kind: 'none' };
+  const none = NO_BACKOFF;
   if (isAbsent(value)) return none;
   if (typeof value === 'string') {
     if (value === 'none' || value === 'None') return none;

@@ -285,7 +285,7 @@ export class Engine extends EngineReads {
    */
   async release(claims: readonly ClaimResult[]): Promise<void> {
     if (claims.length === 0) return;
-    const changes = await this.store.releaseLeases(claims.map((c) => c.lease.lease_id), this.now());
+    const changes = await this.store.releaseLeases(claims.map((c) => c.lease.lease_id));
     this.log.info({ leases: claims.map((c) => c.lease.lease_id) }, 'claim answer undeliverable; jobs put back');
     this.announce(changes);
   }

@@ -156,7 +156,7 @@ export interface Store {
    * attempt and place in the queue (its ready_at_ms is unchanged), and the lease becomes `released`.
    * For a claim whose client went away before the answer reached it.
    */
-  releaseLeases(leaseIds: readonly string[], nowMs: number): Promise<JobChange[]>;
+  releaseLeases(leaseIds: readonly string[]): Promise<JobChange[]>;
   /*
    * Every lease call takes `holder`, the name of the token the call came with: a lease claimed with
    * another token answers `not_yours` and nothing changes (domain/lease.ts leaseUsableBy). Absent or

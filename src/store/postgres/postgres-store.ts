@@ -159,7 +159,7 @@ export class PostgresStore implements Store {
     return claim(this.sql, req);
   }
 
-  releaseLeases(leaseIds: readonly string[], _nowMs: number): Promise<JobChange[]> {
+  releaseLeases(leaseIds: readonly string[]): Promise<JobChange[]> {
     return releaseLeases(this.sql, leaseIds);
   }
 

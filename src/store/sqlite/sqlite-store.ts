@@ -96,8 +96,8 @@ export class SqliteStore implements Store {
 
   // Each write below is the Store method (documented in store.ts) handed to the write of the same name
   // (writes.ts). They stay methods rather than a generated table: each one is checked against both
-  // the Store interface and its write's own signature, and the few that differ (releaseLeases,
-  // pruneRuns) read as what they are.
+  // the Store interface and its write's own signature, and the few that differ (pruneRuns)
+  // read as what they are.
 
   createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
     return this.write('createWorkflow', rec);
@@ -127,7 +127,7 @@ export class SqliteStore implements Store {
     return this.write('claim', req);
   }
 
-  releaseLeases(leaseIds: readonly string[], _nowMs: number): Promise<JobChange[]> {
+  releaseLeases(leaseIds: readonly string[]): Promise<JobChange[]> {
     return this.write('releaseLeases', leaseIds);
   }
 
