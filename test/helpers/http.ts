@@ -81,7 +81,7 @@ export function client(base: string) {
  * ends the wait for a failure; it must never decide a verdict on a healthy machine made slow by load
  * (README "Tests under load"), so a shorter one asked for is raised to this.
  */
-export const MIN_DEADLINE_MS = 30_000;
+export const MIN_DEADLINE_MS = 60_000;
 
 /** Polls `fn` until it returns a truthy value or the deadline passes (then throws with `what`). */
 export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 10_000, everyMs = 25): Promise<NonNullable<T>> {

@@ -4,29 +4,13 @@
  * cursor movement, BEL) must not: only colour (SGR) and line breaks go through. The test plays a
  * hostile worker over HTTP against a spawned server and runs the real CLI. Needs `npm run build` first.
  */
-import { after, before, test, type TestContext } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import { client, until } from '../helpers/http.js';
-import { makeSandbox, spawnServer, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
+import { until } from '../helpers/http.js';
+import { fileServer, startCli } from '../helpers/cli.js';
 import { terminalLine, terminalText } from '../../src/cli/terminal-text.js';
 
-let dir: string;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  const sb = makeSandbox('weft-cli-term-');
-  dir = sb.dir;
-  server = await spawnServer(sb.env);
-  api = client(server.url);
-});
-
-after(async () => {
-  server?.kill('SIGKILL');
-  await server?.exited;
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const server = fileServer('weft-cli-term-');
 
 const RED = '\x1b[31mred\x1b[0m';
 /** A link hiding its target, a window title, cursor movement (up, erase line, home, hide cursor), a bell, a C1 CSI. */
@@ -42,28 +26,21 @@ function assertInert(text: string, what: string): void {
   assert.ok(!text.includes('pwned title'), `${what} carries the window title: ${JSON.stringify(text)}`);
 }
 
-async function weft(t: TestContext, args: string[], env: Record<string, string> = {}) {
-  const p = spawnWeft(args, { SERVER_URL: server.url, NO_COLOR: '1', ...env }, dir);
-  let stdout = '';
-  let stderr = '';
-  p.proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  p.proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  t.after(async () => {
-    p.kill('SIGKILL');
-    await p.exited;
-  });
-  return { proc: p, done: p.exited.then((code) => ({ code, stdout, stderr })) };
+/** `weft <args>` with colours off; `done` when it exits. */
+function weft(t: TestContext, args: string[], env: Record<string, string> = {}) {
+  const proc = startCli(t, server, args, { NO_COLOR: '1', ...env });
+  return { proc, done: proc.finished };
 }
 
 test('status, logs, run --follow and workers print a hostile error and log without their escape sequences, keeping colours', async (t) => {
   const id = 'hostile-text';
-  await api.createWorkflow({ id, jobs: { bad: { run: 'false' } } });
+  await server.api.createWorkflow({ id, jobs: { bad: { run: 'false' } } });
   const worker = 'evil\u009b2Jworker';
   const follow = await weft(t, ['run', id, '--follow']);
 
-  const c = await until(() => api.claim(worker, ['x\u009d0;t\u009c'], 30), 'the job to be claimable');
+  const c = await until(() => server.api.claim(worker, ['x\u009d0;t\u009c'], 30), 'the job to be claimable');
   const lease = c.lease.lease_id as string;
-  const logs = await api.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 0, data: `out ${HOSTILE}\nprogress 50%\rprogress 100%\n`, stream: 'stdout' }] });
+  const logs = await server.api.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 0, data: `out ${HOSTILE}\nprogress 50%\rprogress 100%\n`, stream: 'stdout' }] });
   assert.equal(logs.status, 200, logs.text);
   // While it runs, `weft workers` shows the worker's id and labels.
   const workers = await (await weft(t, ['workers'])).done;
@@ -71,7 +48,7 @@ test('status, logs, run --follow and workers print a hostile error and log witho
   assertInert(workers.stdout, 'weft workers');
   assert.match(workers.stdout, /evilworker/);
 
-  const failed = await api.post(`/api/jobs/${lease}/fail`, { error: HOSTILE, retryable: false });
+  const failed = await server.api.post(`/api/jobs/${lease}/fail`, { error: HOSTILE, retryable: false });
   assert.equal(failed.status, 200, failed.text);
 
   const run = await follow.done;

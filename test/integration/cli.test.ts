@@ -3,74 +3,27 @@
  * against a spawned server. The test itself plays the worker over HTTP (claim, logs, complete, fail).
  * Needs `npm run build` first (bin/weft runs dist/).
  */
-import { after, before, test, type TestContext } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { client, until } from '../helpers/http.js';
-import { makeSandbox, spawnServer, spawnWeft, tempDir, type SpawnedProcess } from '../helpers/server.js';
+import { until } from '../helpers/http.js';
+import { fileServer, runCli, startCli, type Finished } from '../helpers/cli.js';
+import { tempDir } from '../helpers/server.js';
 
-let dir: string;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  const sb = makeSandbox('weft-cli-');
-  dir = sb.dir;
-  server = await spawnServer(sb.env);
-  api = client(server.url);
-});
-
-after(async () => {
-  server?.kill('SIGKILL');
-  await server?.exited;
-  fs.rmSync(dir, { recursive: true, force: true });
-});
-
-// ------------------------------------------------------------------------------------------ helpers
-
-interface Finished {
-  code: number | string;
-  stdout: string;
-  stderr: string;
-  /** stdout and stderr interleaved as they arrived. */
-  output: string;
-}
+const server = fileServer('weft-cli-');
 
 /** Starts `weft <args>` against the shared server (or `env`), collecting stdout and stderr apart. */
 function start(t: TestContext, args: string[], env: Record<string, string | undefined> = {}) {
-  const p = spawnWeft(args, { SERVER_URL: server.url, ...env }, dir);
-  let stdout = '';
-  let stderr = '';
-  p.proc.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  p.proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  t.after(async () => {
-    p.kill('SIGKILL');
-    await p.exited;
-  });
-  const finished = (async (): Promise<Finished> => {
-    const code = await withDeadline(p.exited, 20_000, `weft ${args.join(' ')} to exit; output:\n${p.output()}`);
-    return { code, stdout, stderr, output: p.output() };
-  })();
-  return Object.assign(p, { finished });
+  return startCli(t, server, args, env);
 }
 
 /** Runs `weft <args>` to completion. */
 function weft(t: TestContext, args: string[], env: Record<string, string | undefined> = {}): Promise<Finished> {
-  return start(t, args, env).finished;
-}
-
-function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]);
+  return runCli(t, server, args, env);
 }
 
 /** Writes `name` into a fresh directory of the test and returns its path. */
@@ -100,32 +53,32 @@ jobs:
  * so each test cancels its runs when it ends: nothing it leaves behind can be claimed by the next.
  */
 async function createWorkflow(t: TestContext, id: string, jobs: Record<string, unknown>): Promise<void> {
-  await api.createWorkflow({ id, jobs });
+  await server.api.createWorkflow({ id, jobs });
   t.after(async () => {
-    await api.post(`/api/workflows/${id}/cancel`);
+    await server.api.post(`/api/workflows/${id}/cancel`);
   });
 }
 
 /** Claims the next job (waiting for one to become claimable) and checks it is `jobId` of `wf`. */
 async function claim(wf: string, jobId: string, worker = 'cli-test-worker') {
-  const c = await until(() => api.claim(worker, [], 30), `a claimable job (${wf}/${jobId})`);
+  const c = await until(() => server.api.claim(worker, [], 30), `a claimable job (${wf}/${jobId})`);
   assert.equal(c.job.workflow_id, wf);
   assert.equal(c.job.job_id, jobId);
   return c.lease.lease_id as string;
 }
 
 async function pushLog(lease: string, sequence: number, data: string, stream: 'stdout' | 'stderr' = 'stdout') {
-  const r = await api.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence, data, stream }] });
+  const r = await server.api.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence, data, stream }] });
   assert.equal(r.status, 200, r.text);
 }
 
 async function complete(lease: string) {
-  const r = await api.post(`/api/jobs/${lease}/complete`, { outputs: {} });
+  const r = await server.api.post(`/api/jobs/${lease}/complete`, { outputs: {} });
   assert.equal(r.status, 200, r.text);
 }
 
 async function fail(lease: string, error: string, retryable: boolean) {
-  const r = await api.post(`/api/jobs/${lease}/fail`, { error, retryable });
+  const r = await server.api.post(`/api/jobs/${lease}/fail`, { error, retryable });
   assert.equal(r.status, 200, r.text);
 }
 
@@ -207,7 +160,7 @@ test('validate: a good file exits 0 and names its job count', async (t) => {
   assert.match(r.stdout, new RegExp(`^ok ${escape(json)} \\(1 job\\)$`, 'm'));
 
   // One file named twice (a relative path from weft's working directory, and its directory) is no id clash.
-  const twice = await weft(t, ['validate', path.relative(dir, good), path.dirname(good)]);
+  const twice = await weft(t, ['validate', path.relative(server.dir, good), path.dirname(good)]);
   assert.equal(twice.code, 0, twice.output);
 });
 
@@ -216,7 +169,7 @@ test('validate: broken files exit 1 naming file, job and field; a missing file i
   const cycle = file(t, 'cycle.yaml', 'jobs:\n  a:\n    run: x\n    needs: b\n  b:\n    run: y\n    needs: a\n');
   const typo = file(t, 'typo.yml', 'jobs:\n  a:\n    run: x\n  b:\n    run: y\n    need: a\n');
   const good = file(t, 'fine.yml', TWO_JOBS);
-  const missing = path.join(dir, 'does-not-exist.yml');
+  const missing = path.join(server.dir, 'does-not-exist.yml');
   const r = await weft(t, ['validate', unknownNeeds, cycle, typo, good, missing]);
   assert.equal(r.code, 1, r.output);
   assert.match(r.output, new RegExp(`${escape(unknownNeeds)}: job 'a', field 'needs': .*ghost`));
@@ -253,12 +206,12 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   const both = await weft(t, ['apply', f, file(t, `${other}.yml`, TWO_JOBS)]);
   assert.equal(both.code, 0, both.output);
   assert.deepEqual(both.stdout.trim().split('\n'), [`unchanged ${id}`, `created ${other}`]);
-  // The HTTP answer says it too, beside the status document (docs/api.md).
-  const same = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo a' }, b: { needs: 'a', run: 'echo b' } } });
+  // The HTTP answer says it too, beside the status document (docs/server.api.md).
+  const same = await server.api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo a' }, b: { needs: 'a', run: 'echo b' } } });
   assert.equal(same.status, 200, same.text);
   assert.equal(same.body.outcome, 'unchanged');
   assert.equal(same.body.id, other);
-  const changed = await api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo A' } } });
+  const changed = await server.api.put(`/api/workflows/${other}`, { name: 'Two jobs', jobs: { a: { run: 'echo A' } } });
   assert.equal(changed.status, 200, changed.text);
   assert.equal(changed.body.outcome, 'updated');
 
@@ -273,7 +226,7 @@ test('apply: created, then updated in place, then status shows it; an invalid fi
   const refused = await weft(t, ['apply', bad]);
   assert.equal(refused.code, 1);
   assert.match(refused.stderr, /job 'a', field 'needs'/);
-  assert.equal((await api.get(`/api/workflows/${badId}/status`)).status, 404);
+  assert.equal((await server.api.get(`/api/workflows/${badId}/status`)).status, 404);
 });
 
 test('apply against a server whose PUT answer has no `outcome`: created and updated come from 201 and 200', async (t) => {
@@ -303,10 +256,10 @@ test('apply: one id in two directories is refused before anything is sent; a fil
   assert.equal(r.stdout, '', 'nothing created or updated');
   assert.match(r.stderr, new RegExp(`^${escape(b)}: workflow id '${id}' is also given by ${escape(a)}`, 'm'));
   assert.match(r.stderr, /^weft: nothing applied/m);
-  assert.equal((await api.get(`/api/workflows/${id}/status`)).status, 404);
+  assert.equal((await server.api.get(`/api/workflows/${id}/status`)).status, 404);
 
-  // The same file, once by a relative path (weft runs in `dir`) and once through its directory.
-  const twice = await weft(t, ['apply', path.relative(dir, a), path.dirname(a)]);
+  // The same file, once by a relative path (weft runs in `server.dir`) and once through its directory.
+  const twice = await weft(t, ['apply', path.relative(server.dir, a), path.dirname(a)]);
   assert.equal(twice.code, 0, twice.output);
   assert.equal(twice.stdout, `created ${id}\n`);
 });
@@ -329,7 +282,7 @@ test('run prints the run number; a second run while active is a 409', async (t) 
   const r = await weft(t, ['run', id]);
   assert.equal(r.code, 0, r.output);
   assert.equal(r.stdout.trim(), `started run 1 of ${id}`);
-  assert.equal((await api.status(id)).run_number, 1);
+  assert.equal((await server.api.status(id)).run_number, 1);
 
   const again = await weft(t, ['run', id]);
   assert.equal(again.code, 1);
@@ -372,7 +325,7 @@ test('run --follow exits 1 when a job fails for good', async (t) => {
   await p.waitFor(/started run 1 of/);
   const lease = await claim(id, 'a');
   await pushLog(lease, 0, 'about to fail\n');
-  const r1 = await api.post(`/api/jobs/${lease}/fail`, { error: 'exit code 1: boom', retryable: false });
+  const r1 = await server.api.post(`/api/jobs/${lease}/fail`, { error: 'exit code 1: boom', retryable: false });
   assert.equal(r1.status, 200, r1.text);
 
   const r = await p.finished;
@@ -392,11 +345,11 @@ test('run --follow on a run cancelled meanwhile prints the job\'s last lines, th
   const lease = await claim(id, 'a');
   await pushLog(lease, 0, 'one\ntwo\n');
   await p.waitFor(/^a \| two$/m);
-  const cancel = await api.post(`/api/workflows/${id}/cancel`);
+  const cancel = await server.api.post(`/api/workflows/${id}/cancel`);
   assert.equal(cancel.status, 202, cancel.text);
   await p.waitFor(/^a\s+cancelled/m);
   // A worker learns of the cancel at its next heartbeat and stops the job; what the job said until then
-  // (here, to its SIGTERM) is still stored (docs/api.md), after the server has ended the log stream.
+  // (here, to its SIGTERM) is still stored (docs/server.api.md), after the server has ended the log stream.
   await pushLog(lease, 1, 'stopping on SIGTERM\n');
 
   const r = await p.finished;
@@ -442,7 +395,7 @@ test('run --follow shows each step of a steps: job as a heading, by name or by c
   await createWorkflow(t, id, { a: { steps: [{ name: 'Fetch deps', run: 'echo fetched' }, { run: 'echo built' }] } });
   const p = start(t, ['run', id, '--follow']);
   await p.waitFor(/started run 1 of/);
-  const c = await until(() => api.claim('cli-test-worker', [], 30), 'the steps job');
+  const c = await until(() => server.api.claim('cli-test-worker', [], 30), 'the steps job');
   // The job's own command, run by sh as a worker would, prints the step lines itself.
   const ran = spawnSync('sh', ['-c', c.job.command], { encoding: 'utf8' });
   assert.equal(ran.status, 0, ran.stderr);
@@ -474,7 +427,7 @@ test('run --follow shows why a retry is waiting while it waits', async (t) => {
   // How long the backoff still holds it (60 s, less the moments the test took since the failure).
   await f.waitFor(/^a\s+queued\s+attempt 2\/2\s+retry in (5\d|60)s\s+command exited with code 1: db unreachable$/m);
 
-  await api.post(`/api/workflows/${id}/cancel`);
+  await server.api.post(`/api/workflows/${id}/cancel`);
   const r = await f.finished;
   assert.equal(r.code, 1, r.output);
   assert.match(r.stdout, new RegExp(`^run 1 of ${id}: cancelled`, 'm'));
@@ -485,11 +438,11 @@ test('run --follow shows why a retry is waiting while it waits', async (t) => {
 test('status: a table of the latest run, and --json prints the status document', async (t) => {
   const id = uniqueId('status');
   await createWorkflow(t, id, { a: { run: 'x' }, b: { run: 'y', needs: 'a', retries: 2 } });
-  await api.run(id);
+  await server.api.run(id);
   const lease = await claim(id, 'a', 'status-worker');
   await complete(lease);
   const leaseB = await claim(id, 'b', 'status-worker');
-  await api.post(`/api/jobs/${leaseB}/fail`, { error: 'flaky network\nmore detail', retryable: true });
+  await server.api.post(`/api/jobs/${leaseB}/fail`, { error: 'flaky network\nmore detail', retryable: true });
 
   const r = await weft(t, ['status', id]);
   assert.equal(r.code, 0, r.output);
@@ -515,10 +468,10 @@ test('status: a table of the latest run, and --json prints the status document',
 test('logs: history (stderr chunks to stderr), --run and --attempt; --follow ends when the job ends', async (t) => {
   const id = uniqueId('logs');
   await createWorkflow(t, id, { a: { run: 'x', retries: 1 } });
-  await api.run(id);
+  await server.api.run(id);
   const first = await claim(id, 'a');
   await pushLog(first, 0, 'attempt zero\n');
-  await api.post(`/api/jobs/${first}/fail`, { error: 'try again', retryable: true });
+  await server.api.post(`/api/jobs/${first}/fail`, { error: 'try again', retryable: true });
   const lease = await claim(id, 'a');
   await pushLog(lease, 0, 'line one\n');
   await pushLog(lease, 1, 'warning two\n', 'stderr');
@@ -550,7 +503,7 @@ test('logs: nothing to show is said on stderr (exit 0); an unknown job is still 
   assert.equal(never.stdout, '');
   assert.match(never.stderr, new RegExp(`^weft: no output for ${id}/a: the workflow has never run$`, 'm'));
 
-  await api.run(id);
+  await server.api.run(id);
   const lease = await claim(id, 'a');
   await pushLog(lease, 0, 'only line\n');
   const beyond = await weft(t, ['logs', id, 'a', '--attempt', '5']);
@@ -575,10 +528,10 @@ test('logs: nothing to show is said on stderr (exit 0); an unknown job is still 
 test('workers: a table of id, labels, status, current job and last seen; --json', async (t) => {
   const id = uniqueId('workers');
   await createWorkflow(t, id, { a: { run: 'x', labels: ['gpu'] } });
-  const reg = await api.post('/api/workers/register', { worker_id: 'cli-gpu-box', labels: ['gpu', 'linux'] });
+  const reg = await server.api.post('/api/workers/register', { worker_id: 'cli-gpu-box', labels: ['gpu', 'linux'] });
   assert.equal(reg.status, 200, reg.text);
-  await api.run(id);
-  const c = await until(() => api.claim('cli-gpu-box', ['gpu', 'linux'], 30), 'the gpu job');
+  await server.api.run(id);
+  const c = await until(() => server.api.claim('cli-gpu-box', ['gpu', 'linux'], 30), 'the gpu job');
   assert.equal(c.job.workflow_id, id);
 
   const r = await weft(t, ['workers']);
