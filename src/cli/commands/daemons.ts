@@ -22,39 +22,35 @@ function onShutdown(close: () => Promise<void>, log: { info: (m: string) => void
   process.on('SIGINT', () => handler('SIGINT'));
 }
 
+type Daemon = 'startServer' | 'startScheduler';
+
+/**
+ * Starts one long-running process of src/runtime/server.ts with the server configuration and its
+ * logger, handling signals from before the start line (scripts take that line as the moment to send
+ * them). The runtime is loaded here so client commands do not pay for the server's modules.
+ */
+async function runDaemon(start: Daemon, name: string): Promise<void> {
+  try {
+    const config = loadServerConfig();
+    const log = createLogger(config.logLevel, name, config.logFormat);
+    const runtime = await import('../../runtime/server.js');
+    const starting: Promise<{ close(): Promise<void> }> = runtime[start](config, log);
+    onShutdown(async () => (await starting).close(), log);
+    await starting;
+  } catch (err) {
+    exitOnError(err);
+  }
+}
+
 /** `weft server` and `weft scheduler`: the long-running processes (src/runtime/server.ts starts them). */
 export function registerDaemons(program: Command): void {
   program
     .command('server')
     .description('run the HTTP API and the lease reaper (API_ONLY=1: the API alone)')
-    .action(async () => {
-      try {
-        const config = loadServerConfig();
-        const log = createLogger(config.logLevel, 'weft-server', config.logFormat);
-        // Loaded here so client commands do not pay for the server's modules at start-up.
-        const { startServer } = await import('../../runtime/server.js');
-        // Signals are handled from before the start line, which scripts take as the moment to send them.
-        const starting = startServer(config, log);
-        onShutdown(async () => (await starting).close(), log);
-        await starting;
-      } catch (err) {
-        exitOnError(err);
-      }
-    });
+    .action(() => runDaemon('startServer', 'weft-server'));
 
   program
     .command('scheduler')
     .description('run the lease reaper (and the schedules) alone, against the same DATABASE_URL as an API_ONLY server')
-    .action(async () => {
-      try {
-        const config = loadServerConfig();
-        const log = createLogger(config.logLevel, 'weft-scheduler', config.logFormat);
-        const { startScheduler } = await import('../../runtime/server.js');
-        const starting = startScheduler(config, log);
-        onShutdown(async () => (await starting).close(), log);
-        await starting;
-      } catch (err) {
-        exitOnError(err);
-      }
-    });
+    .action(() => runDaemon('startScheduler', 'weft-scheduler'));
 }
