@@ -2,10 +2,10 @@
  * Schemas that exist only for the API reference (GET /api/openapi.json): the answers that are written
  * without a response schema (status documents, workers, log chunks, health), and the two forms of a
  * workflow definition, which the definitions module validates itself rather than a route schema.
- * They describe src/protocol/types.ts and docs/api.md; the OpenAPI test checks live answers against
+ * They describe src/protocol/wire.ts and docs/api.md; the OpenAPI test checks live answers against
  * them, so they cannot drift from what the server sends.
  */
-import { JOB_STATES } from '../domain/types.js';
+import { JOB_STATES } from '../domain/model.js';
 import { ERROR_CODES } from '../protocol/errors.js';
 import { COMPAT_JOB_STATUSES } from '../protocol/states.js';
 

@@ -1,5 +1,5 @@
 /**
- * Schemas of the worker protocol's 200 answers (src/protocol/types.ts, docs/api.md). Fastify compiles
+ * Schemas of the worker protocol's 200 answers (src/protocol/wire.ts, docs/api.md). Fastify compiles
  * each into a serializer once, so the answers a worker fetches thousands of times a second are written
  * without a generic JSON.stringify walk. A field missing here would be dropped from the answer: the
  * protocol and compat suites compare whole answers, so they catch it.

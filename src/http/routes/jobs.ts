@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
-import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/types.js';
+import type { ClaimRequest, CompleteRequest, FailRequest, PushLogsRequest } from '../../protocol/wire.js';
 import { clientGone } from '../client-gone.js';
 import { claimResult, completeAnswer, failAnswer, heartbeatAnswer, pushLogsAnswer } from '../response-schemas.js';
 import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
-import type { LogChunkView, LogsQuery } from '../../protocol/types.js';
+import type { LogChunkView, LogsQuery } from '../../protocol/wire.js';
 import { pagedArrayStream } from '../json-stream.js';
 import { sseFrame, writeFrames } from '../sse-writer.js';
 import { idParam } from '../schemas.js';

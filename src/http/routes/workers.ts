@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
-import type { RegisterRequest } from '../../protocol/types.js';
+import type { RegisterRequest } from '../../protocol/wire.js';
 import { labelsSchema, workerIdSchema } from '../schemas.js';
 import { leaseVisibility, requireWorkerScope } from '../auth.js';
 

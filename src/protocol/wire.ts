@@ -3,7 +3,7 @@
  * shapes and the shapes workflow-graph clients read are fixed (docs/protocol.md). Fields beyond
  * those are weft's additions, and may be added to but never renamed or re-typed.
  */
-import type { IncomingLogChunk, JobState, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/types.js';
+import type { IncomingLogChunk, JobState, Outputs, UpstreamOutputs, WireBackoff, WireRetryPolicy, WorkflowState } from '../domain/model.js';
 import type { ErrorBody } from './errors.js';
 import type { CompatJobStatus } from './states.js';
 
