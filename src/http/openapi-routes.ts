@@ -7,7 +7,7 @@ import type { ErrorCode } from '../protocol/errors.js';
 import * as ex from './openapi-examples.js';
 import * as shape from './openapi-shapes.js';
 
-export const TAGS = [
+const LEGACY_TAGS = [
   { name: 'workflows', description: 'Workflow definitions, runs and their status documents' },
   { name: 'workers', description: 'Worker registration and the worker list' },
   { name: 'jobs', description: 'The worker protocol: claims and the calls on a lease' },
@@ -16,7 +16,7 @@ export const TAGS = [
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 
-export type Tag = (typeof TAGS)[number]['name'];
+export type Tag = (typeof LEGACY_TAGS)[number]['name'];
 
 export interface RouteDoc {
   tag: Tag;
@@ -40,7 +40,6 @@ export interface RouteDoc {
   examples?: ex.Examples;
 }
 
-const LEASE_ERRORS: ErrorCode[] = ['lease_not_found', 'lease_expired', 'lease_timed_out', 'lease_completed', 'lease_failed', 'lease_released'];
 const IGNORED_BODY = { type: 'object', description: 'Ignored: the call needs no body.' } as const;
 
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
@@ -134,62 +133,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       'Ordered by worker id. Without `limit` and `offset`, every worker; with either, one page (`limit` defaults to and is capped ' +
       'at 1000). A worker unseen for WORKER_RETAIN_SECS and holding no lease is deleted by the reaper.',
     responses: { 200: { description: 'The known workers (a page of them with limit/offset)', schema: shape.workerList } },
-  },
-  'POST /api/jobs/claim': {
-    tag: 'jobs',
-    summary: 'Claim the oldest job that fits the labels',
-    description:
-      'A job fits when its required_labels are a subset of `labels`. With `wait_secs`, a claim that finds nothing waits for a ' +
-      'fitting job (a long poll) and answers null only when the time is up.',
-    responses: { 200: { description: 'The job and its lease, or null when nothing fits' } },
-    examples: ex.claimExamples,
-  },
-  'POST /api/jobs/:lease_id/heartbeat': {
-    tag: 'jobs',
-    summary: 'Renew a lease',
-    description: 'A 409 job_cancelled tells the worker to stop the job.',
-    errors: [...LEASE_ERRORS, 'job_cancelled'],
-    responses: { 200: { description: 'The renewed lease' } },
-    body: IGNORED_BODY,
-    bodyOptional: true,
-    examples: ex.heartbeatExamples,
-  },
-  'POST /api/jobs/:lease_id/complete': {
-    tag: 'jobs',
-    summary: 'Report success, with outputs for downstream jobs',
-    description: 'After a cancel this answers 200 and changes nothing.',
-    errors: LEASE_ERRORS,
-    responses: { 200: { description: "The job's new state and the jobs now queued" } },
-    bodyOptional: true,
-    examples: ex.completeExamples,
-  },
-  'POST /api/jobs/:lease_id/fail': {
-    tag: 'jobs',
-    summary: 'Report failure',
-    description: 'With `retryable` and budget left the job is re-queued after its backoff; otherwise it fails and its downstream jobs are skipped.',
-    errors: LEASE_ERRORS,
-    responses: { 200: { description: "The job's new state (queued or failed), attempt and delay" } },
-    examples: ex.failExamples,
-  },
-  'POST /api/jobs/:lease_id/logs': {
-    tag: 'logs',
-    summary: 'Push log chunks',
-    description:
-      'A chunk re-sent with a sequence already stored for that attempt is kept once. `workflow_id`/`job_id`, when sent, must match the lease. ' +
-      'An attempt keeps at most MAX_LOG_BYTES_PER_ATTEMPT bytes of log data: the chunk that passes it is stored as a marker line, the rest is ' +
-      'dropped, and the answer carries `truncated: true` from then on (the worker may stop sending).',
-    errors: [...LEASE_ERRORS, 'chunk_mismatch'],
-    responses: { 200: { description: 'How many chunks were kept, and `truncated: true` once the attempt\'s log is full' } },
-    examples: ex.pushLogsExamples,
-  },
-  'GET /api/jobs/:wf_id/:job_id/cancelled': {
-    tag: 'jobs',
-    summary: 'Whether a job of a run is cancelled',
-    description:
-      'With `?run=N`, the job of that run (a worker always sends the run of the job it holds); without it, the job of the ' +
-      "workflow's newest running run, or of its latest run when none is running.",
-    errors: ['workflow_not_found', 'job_not_found', 'run_not_found'],
-    responses: { 200: { description: 'true when cancelled, else false', schema: { type: 'boolean' } } },
   },
   'POST /api/jobs/claim-batch': {
     tag: 'batches',
@@ -354,12 +297,5 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'Readiness: whether the store answers',
     description: 'Point a load balancer readiness check here (503 while the database is away) and a liveness check at /healthz.',
     responses: { 200: { description: 'The store answers', schema: shape.readyAnswer } },
-  },
-  'GET /api/openapi.json': {
-    tag: 'service',
-    summary: 'This document',
-    description: 'OpenAPI 3.1, generated from the route schemas.',
-    store: false,
-    responses: { 200: { description: 'The OpenAPI document', schema: shape.openApiDocument } },
   },
 };
