@@ -134,27 +134,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       'at 1000). A worker unseen for WORKER_RETAIN_SECS and holding no lease is deleted by the reaper.',
     responses: { 200: { description: 'The known workers (a page of them with limit/offset)', schema: shape.workerList } },
   },
-  'POST /api/jobs/claim-batch': {
-    tag: 'batches',
-    summary: 'Claim up to max_jobs jobs at once',
-    responses: { 200: { description: 'Each claim exactly as a one-job claim answers it; [] when nothing fits by the deadline' } },
-    examples: ex.claimBatchExamples,
-  },
-  'POST /api/jobs/report-batch': {
-    tag: 'batches',
-    summary: 'Report many completions and failures, then optionally claim more',
-    description:
-      'Each report succeeds or fails on its own, answered with the status and error body its one-job call would have had. ' +
-      'A report that is not well formed makes the whole batch a 400 and nothing is applied.',
-    responses: { 200: { description: 'One result per report, in order, and the new claims' } },
-    examples: ex.reportBatchExamples,
-  },
-  'POST /api/jobs/heartbeat-batch': {
-    tag: 'batches',
-    summary: 'Renew many leases',
-    responses: { 200: { description: 'One result per lease, in order' } },
-    examples: ex.heartbeatBatchExamples,
-  },
   'GET /api/workflows/:wf_id/jobs/:job_id/logs': {
     tag: 'logs',
     summary: "A job's stored log chunks",
