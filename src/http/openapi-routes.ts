@@ -118,22 +118,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     bodyOptional: true,
     examples: ex.cancelExamples,
   },
-  'POST /api/workers/register': {
-    tag: 'workers',
-    summary: 'Register a worker (optional: a claim registers it too)',
-    description: 'Registering again updates the labels.',
-    responses: { 200: { description: 'The worker record', schema: shape.workerView } },
-    examples: ex.registerExamples,
-  },
-  'GET /api/workers': {
-    tag: 'workers',
-    summary: 'List workers',
-    description:
-      '`status` is busy while the worker holds an unexpired lease, else offline when unseen for WORKER_OFFLINE_SECS, else idle. ' +
-      'Ordered by worker id. Without `limit` and `offset`, every worker; with either, one page (`limit` defaults to and is capped ' +
-      'at 1000). A worker unseen for WORKER_RETAIN_SECS and holding no lease is deleted by the reaper.',
-    responses: { 200: { description: 'The known workers (a page of them with limit/offset)', schema: shape.workerList } },
-  },
   'GET /api/workflows/:wf_id/jobs/:job_id/logs': {
     tag: 'logs',
     summary: "A job's stored log chunks",
