@@ -172,53 +172,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       },
     },
   },
-  'GET /api/workflows/:id/runs': {
-    tag: 'workflows',
-    summary: "A page of the workflow's runs, newest first (run history)",
-    description: '`limit` (default 50) above 1000 is capped at 1000. Each run has its jobs counted by state.',
-    errors: ['workflow_not_found'],
-    responses: { 200: { description: 'Runs, newest first; [] when the workflow never ran', schema: shape.runList } },
-  },
-  'GET /api/workflows/:id/definition': {
-    tag: 'workflows',
-    summary: 'The workflow definition, in the contract form of a workflow file',
-    description: 'Defaults are left out; `steps:` show as the one `run` they are joined into. Parsing it gives the same definition.',
-    errors: ['workflow_not_found'],
-    responses: {
-      200: {
-        description: 'The definition',
-        schema: {
-          type: 'object',
-          required: ['id', 'name', 'jobs'],
-          properties: {
-            id: { type: 'string' },
-            name: { type: 'string' },
-            on: { description: 'the trigger, as the workflow file gave it' },
-            env: { type: 'object', additionalProperties: { type: 'string' } },
-            jobs: { type: 'object', additionalProperties: { type: 'object' }, description: 'job id → job, in the contract form' },
-          },
-        },
-      },
-    },
-  },
-  'POST /api/workflows/:id/runs/:run/rerun': {
-    tag: 'workflows',
-    summary: 'Start the next run as a re-run of run n',
-    description:
-      'A new run from the current definition with run n\'s inputs. `only: "failed"` (the default, also with no body) runs ' +
-      'again every job that did not succeed in run n; `only: "all"` runs every job; `from: <job>` runs that job and ' +
-      'everything downstream of it. The other jobs start as `success` with run n\'s outputs. Give `only` or `from`, not both.',
-    errors: ['workflow_not_found', 'run_not_found', 'run_active', 'nothing_to_rerun'],
-    responses: { 202: { description: 'The status document of the new run', schema: shape.statusDocument } },
-    bodyOptional: true,
-    examples: ex.rerunExamples,
-  },
-  'GET /api/workflows/:id/runs/:run': {
-    tag: 'workflows',
-    summary: 'The status document of one run',
-    errors: ['workflow_not_found', 'run_not_found'],
-    responses: { 200: { description: 'The status document of that run', schema: shape.statusDocument } },
-  },
   'GET /api/workflows/:id/events': {
     tag: 'workflows',
     summary: "Follow a workflow's job and run changes live (server-sent events)",
