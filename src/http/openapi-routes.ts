@@ -40,84 +40,8 @@ export interface RouteDoc {
   examples?: ex.Examples;
 }
 
-const IGNORED_BODY = { type: 'object', description: 'Ignored: the call needs no body.' } as const;
 
 export const ROUTE_DOCS: Record<string, RouteDoc> = {
-  'GET /api/workflows': {
-    tag: 'workflows',
-    summary: 'List workflows with their status documents',
-    description:
-      'Ordered by id. `limit` above 1000 is capped at 1000. With `status`, only workflows whose latest run has a job in that ' +
-      'state are listed (`active` = running, `failure` = failed); a workflow that never ran counts as all-pending. With `q`, ' +
-      'only workflows whose id or name contains that text (ASCII case ignored). With `jobs=false`, each item is a summary: ' +
-      'the status document without `jobs` (and without the run\'s inputs), with `job_counts` by state instead; it reads no job ' +
-      'row and stays small however large the workflows. The full form is written a page of jobs at a time.',
-    responses: { 200: { description: 'Status documents, each with its jobs; with jobs=false, summaries', schema: shape.statusList } },
-  },
-  'POST /api/workflows': {
-    tag: 'workflows',
-    summary: 'Create a workflow',
-    description: 'The contract form or the array form; the id is generated (`wf-<12 hex>`) when absent.',
-    errors: ['invalid_workflow', 'workflow_exists'],
-    responses: { 201: { description: 'The status document of the new workflow', schema: shape.statusDocument } },
-    body: shape.definitionBody,
-    examples: ex.createWorkflowExamples,
-  },
-  'PUT /api/workflows/:id': {
-    tag: 'workflows',
-    summary: 'Create or update a workflow by id',
-    description:
-      "Same bodies as POST; the path's id wins. An update changes the definition in place: the run history stays, and a run " +
-      'in progress keeps the jobs it started with.',
-    errors: ['invalid_workflow'],
-    responses: {
-      200: { description: 'Updated in place: the status document', schema: shape.statusDocument },
-      201: { description: 'Created: the status document', schema: shape.statusDocument },
-    },
-    body: shape.definitionBody,
-    examples: ex.putWorkflowExamples,
-  },
-  'GET /api/workflows/:id': {
-    tag: 'workflows',
-    summary: "A workflow's status document (the same as …/status)",
-    errors: ['workflow_not_found'],
-    responses: { 200: { description: 'The status document of the latest run', schema: shape.statusDocument } },
-  },
-  'GET /api/workflows/:id/status': {
-    tag: 'workflows',
-    summary: "A workflow's status document",
-    description: "workflow-graph's Workflow (id, name, trigger, jobs) with weft's data beside it; docs/api.md explains every field.",
-    errors: ['workflow_not_found'],
-    responses: { 200: { description: 'The status document of the latest run', schema: shape.statusDocument } },
-  },
-  'POST /api/workflows/:id/run': {
-    tag: 'workflows',
-    summary: 'Start the next run',
-    description:
-      'Enqueues the root jobs. By default one run per workflow is active at a time; `concurrency: {max_runs, when_full}` ' +
-      'allows more, and with `when_full: queue` a start while every slot is taken answers 202 with the run `queued`, which ' +
-      'starts (oldest first) when a slot frees. The body is optional: `inputs` gives values ' +
-      "to the workflow's declared inputs (each job gets `WEFT_INPUT_<NAME>`); an undeclared input, or a required one left " +
-      'out, is 400 `invalid_request` naming them (details `unknown_inputs`, `missing_inputs`).',
-    errors: ['workflow_not_found', 'run_active'],
-    responses: { 202: { description: 'The status document of the new run', schema: shape.statusDocument } },
-    bodyOptional: true,
-    examples: ex.runExamples,
-  },
-  'POST /api/workflows/:id/cancel': {
-    tag: 'workflows',
-    summary: 'Cancel a run, or every active run',
-    description:
-      'With `?run=N`, cancels that run; without it, every active run (running and queued). A queued run just ends ' +
-      '`cancelled`; of a running one every pending, queued and running job is cancelled. With no active run nothing changes. ' +
-      'The answer is the status document of the latest run plus `cancelled_jobs` and `cancelled_runs`. ' +
-      'Jobs with if: always() or if: cancelled() are spared: they run once their needs have ended, and a second cancel stops them.',
-    errors: ['workflow_not_found', 'run_not_found'],
-    responses: { 202: { description: 'The status document plus the ids of the jobs and the numbers of the runs cancelled', schema: shape.cancelAnswer } },
-    body: IGNORED_BODY,
-    bodyOptional: true,
-    examples: ex.cancelExamples,
-  },
   'GET /api/workflows/:wf_id/jobs/:job_id/logs': {
     tag: 'logs',
     summary: "A job's stored log chunks",
@@ -155,20 +79,6 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       200: {
         description: 'An event stream',
         content: { 'text/event-stream': { schema: { type: 'string' } } },
-      },
-    },
-  },
-  'DELETE /api/workflows/:id': {
-    tag: 'workflows',
-    summary: 'Delete a workflow with its whole history',
-    description:
-      'Every run, job, lease and log chunk of it, in bounded steps. The id is free afterwards. A workflow loaded from ' +
-      'WORKFLOWS_DIR comes back at the next start unless its file is removed.',
-    errors: ['workflow_not_found', 'workflow_active'],
-    responses: {
-      200: {
-        description: 'Deleted',
-        schema: { type: 'object', required: ['deleted'], properties: { deleted: { type: 'string' } }, additionalProperties: false },
       },
     },
   },
