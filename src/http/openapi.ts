@@ -12,7 +12,6 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { accessOf } from '../domain/access.js';
 import { ERROR_CODES, type ErrorCode } from '../protocol/errors.js';
 import { ErrorBodySchema, OpenApiDocumentAnswer } from '../protocol/wire.js';
-import { ROUTE_DOCS } from './openapi-routes.js';
 import { TAGS, type RouteDocs } from './route-docs.js';
 
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -48,11 +47,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform: ({ schema, url, route }) => {
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
-      const own = withLegacyDocs(schema, `${method} ${url}`);
       // Undocumented routes (the CORS preflight) keep their own schema, and with it their `hide`.
-      if (!own?.docs) return { schema, url };
-      if (own.docs.bodyOptional) optionalBodies.add(`${method} ${openApiPath(url)}`);
-      return { schema: documented(own, own.docs, accessOf(method, url) === 'public'), url };
+      if (!schema?.docs) return { schema, url };
+      if (schema.docs.bodyOptional) optionalBodies.add(`${method} ${openApiPath(url)}`);
+      return { schema: documented(schema, schema.docs, accessOf(method, url) === 'public'), url };
     },
     transformObject: (documentObject) => {
       if (!('openapiObject' in documentObject)) throw new Error('the document must be OpenAPI, not Swagger 2');
@@ -92,19 +90,6 @@ export function openApiPath(fastifyPath: string): string {
 }
 
 type DeclaredSchema = FastifySchema & { body?: object; response?: Record<string, object> };
-
-/** Routes not yet documented beside themselves take their documentation from openapi-routes.ts. */
-function withLegacyDocs(schema: FastifySchema | undefined, key: string): FastifySchema | undefined {
-  const doc = ROUTE_DOCS[key];
-  if (!doc || schema?.docs) return schema;
-  return {
-    ...schema,
-    summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
-    tags: [doc.tag],
-    docs: { answers: doc.responses, errors: doc.errors, store: doc.store, body: doc.body, bodyOptional: doc.bodyOptional, headers: doc.headers, examples: doc.examples },
-  };
-}
 
 /** A copy of the route's schema with the documentation of `doc` added; the route's own schema is untouched. */
 function documented(declared: FastifySchema, doc: RouteDocs, open: boolean): FastifySchema {
