@@ -72,8 +72,3 @@ declare module 'fastify' {
     docs?: RouteDocs;
   }
 }
-
-/** Declares a route's documentation with its tag checked against the document's tag list. */
-export function documentation<T extends { summary: string; description?: string; tags: [Tag]; docs: RouteDocs }>(doc: T): T {
-  return doc;
-}
