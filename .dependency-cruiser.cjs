@@ -42,6 +42,22 @@ module.exports = {
       from: { path: '^src/worker/', pathNot: '^src/worker/(index|worker)\\.ts$' },
       to: { path: '^src/worker/worker\\.ts$' },
     },
+    {
+      name: 'wire-without-server',
+      comment:
+        'The wire schemas (src/protocol) and the client, worker and dashboard that use them stay free of the server ' +
+        "framework: only src/http and src/runtime import fastify and its plugins (docs/architecture.md \"Routes and the wire\").",
+      severity: 'error',
+      from: { path: '^src/(domain|protocol|client|worker|dashboard|definitions)/' },
+      to: { path: 'node_modules/(fastify|@fastify)/' },
+    },
+    {
+      name: 'dashboard-wire-types-only',
+      comment: 'The dashboard reads the wire types only: a value import would bring the schemas and TypeBox into its bundle.',
+      severity: 'error',
+      from: { path: '^src/dashboard/' },
+      to: { path: '^src/protocol/(wire|schema-parts|[a-z-]+-wire)\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
     layer('runtime', ['domain', 'definitions', 'protocol', 'store', 'engine', 'http', 'util', 'version']),
     layer('dashboard', ['protocol', 'domain']),
   ],

@@ -11,7 +11,7 @@ export { buildApp } from './http/app.js';
 export { openStore, parseDatabaseUrl } from './store/index.js';
 export type { Store } from './store/index.js';
 export { parseWorkflowObject, parseWorkflowText, loadWorkflowDir, DefinitionError } from './definitions/index.js';
-export type { WorkflowDefinition, JobSpec, Backoff, WireBackoff, JobState } from './domain/types.js';
+export type { WorkflowDefinition, JobSpec, Backoff, WireBackoff, JobState } from './domain/model.js';
 export { startServer, startScheduler } from './runtime/server.js';
 export { loadServerConfig } from './runtime/config.js';
 export { VERSION } from './version.js';

@@ -1,5 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { Outputs } from '../domain/types.js';
+import type { Outputs } from '../domain/model.js';
 import type {
   BatchClaimRequest,
   BatchClaimResponse,

@@ -2,7 +2,7 @@
  * Backoff spellings. Users write the lower-case form; Rust workers and existing clients use serde's
  * PascalCase external tagging, so both are accepted and normalised to the internal `Backoff`.
  */
-import type { Backoff } from '../domain/types.js';
+import type { Backoff } from '../domain/model.js';
 import { NO_BACKOFF } from '../domain/backoff.js';
 import { type At, checkKeys, child, describe, isAbsent, isPlainObject, readInt } from './values.js';
 

@@ -2,7 +2,7 @@
  * `concurrency:` of a workflow (README "Workflow definitions"): how many of its runs may be active at
  * once, and what a start does when that many are.
  */
-import type { Concurrency } from '../domain/types.js';
+import type { Concurrency } from '../domain/model.js';
 import { checkKeys, describe, isAbsent, isPlainObject, type At } from './values.js';
 
 const CONCURRENCY_KEYS = ['max_runs', 'when_full'] as const;

@@ -3,7 +3,7 @@
  * not change meaning (key order, comments, YAML vs JSON) is not treated as changed on restart.
  */
 import { createHash } from 'node:crypto';
-import type { WorkflowDefinition } from '../domain/types.js';
+import type { WorkflowDefinition } from '../domain/model.js';
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);

@@ -2,7 +2,7 @@
  * `inputs:` of a workflow (README "Workflow definitions"): the values a run is started with. Each
  * reaches every job of the run as `WEFT_INPUT_<NAME>`, so names must map to distinct variable names.
  */
-import type { InputSpec } from '../domain/types.js';
+import type { InputSpec } from '../domain/model.js';
 import { inputEnvName, MAX_INPUT_VALUE_LENGTH, MAX_INPUTS } from '../domain/inputs.js';
 import { checkKeys, describe, isAbsent, isPlainObject, readString, type At } from './values.js';
 

@@ -4,7 +4,7 @@
  */
 import { JOB_CONDITIONS, type JobCondition } from '../domain/conditions.js';
 import { labelProblem, MAX_LABELS } from '../domain/labels.js';
-import type { JobPresentation, JobSpec } from '../domain/types.js';
+import type { JobPresentation, JobSpec } from '../domain/model.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';

@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { WorkflowDefinition } from '../domain/types.js';
+import type { WorkflowDefinition } from '../domain/model.js';
 import { definitionHash } from './hash.js';
 import { DefinitionError } from './issues.js';
 import { parseWorkflowText } from './parse.js';

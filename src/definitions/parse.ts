@@ -3,7 +3,7 @@
  * `DefinitionError` shape as validation problems, so callers handle one error type.
  */
 import { LineCounter, parseDocument } from 'yaml';
-import type { WorkflowDefinition } from '../domain/types.js';
+import type { WorkflowDefinition } from '../domain/model.js';
 import { Issues } from './issues.js';
 import { validateWorkflow } from './workflow.js';
 

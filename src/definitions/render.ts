@@ -5,7 +5,7 @@
  * what runs. Defaults are left out, as a person would write the file; the array form's display fields
  * (docs/protocol.md) are not part of a workflow file and are left out too.
  */
-import type { Backoff, JobSpec, WorkflowDefinition } from '../domain/types.js';
+import type { Backoff, JobSpec, WorkflowDefinition } from '../domain/model.js';
 
 export type DefinitionDocument = Record<string, unknown> & { id: string; jobs: Record<string, Record<string, unknown>> };
 

@@ -4,7 +4,7 @@
  * keys are events, and only the known ones are accepted.
  */
 import { cronProblem, MAX_SCHEDULES, timezoneProblem } from '../domain/schedule.js';
-import type { Schedule } from '../domain/types.js';
+import type { Schedule } from '../domain/model.js';
 import type { Issues } from './issues.js';
 import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
 

@@ -3,7 +3,7 @@
  * the contract form (`jobs` is a map keyed by job id, GitHub-Actions-like) and the array form
  * (`jobs` is a list of `{id, command, …}`) that existing API clients send.
  */
-import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
+import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
 import { readConcurrency } from './concurrency.js';

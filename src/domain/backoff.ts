@@ -1,4 +1,4 @@
-import type { Backoff, WireBackoff } from './types.js';
+import type { Backoff, WireBackoff } from './model.js';
 
 /**
  * Delay before retry number `n` (n = the attempt that is about to run, so the first retry is n = 1).

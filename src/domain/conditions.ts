@@ -3,7 +3,7 @@
  * and what happens to the jobs below one that ended. Pure rules; the stores call them with the rows
  * they locked (docs/architecture.md "Conditions").
  */
-import { JOB_CONDITIONS, type JobCondition, type JobState } from './types.js';
+import { JOB_CONDITIONS, type JobCondition, type JobState } from './model.js';
 
 export { JOB_CONDITIONS, type JobCondition };
 

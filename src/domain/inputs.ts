@@ -1,4 +1,4 @@
-import type { InputSpec } from './types.js';
+import type { InputSpec } from './model.js';
 
 /** Limits on a run's inputs (README "Limits"): each becomes an environment variable of every job. */
 export const MAX_INPUTS = 100;

@@ -1,5 +1,5 @@
 import { retryDelayMs } from './backoff.js';
-import type { Backoff } from './types.js';
+import type { Backoff } from './model.js';
 
 /**
  * What a failure does to a job (README "How a run works"): a retryable failure with budget left

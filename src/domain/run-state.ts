@@ -1,4 +1,4 @@
-import type { RunState } from './types.js';
+import type { RunState } from './model.js';
 
 /** How many jobs of a run are still moving, and how many ended badly: what the stores count. */
 export interface RunCounts {

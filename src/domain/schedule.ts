@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import type { Schedule } from './types.js';
+import type { Schedule } from './model.js';
 
 /**
  * Fire times of `on.schedule` (docs/api.md "Schedules"), computed with croner. Times are epoch

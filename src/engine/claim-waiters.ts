@@ -1,4 +1,4 @@
-import type { ClaimResult } from '../protocol/types.js';
+import type { ClaimResult } from '../protocol/wire.js';
 
 /** A WorkerClaim with its labels normalized and the most jobs it takes: what is tried, or waits here. */
 export interface NormalizedClaim {

@@ -5,7 +5,7 @@ import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
 import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
 import { storableOutputs, storableText } from '../domain/text.js';
-import type { Outputs, WorkflowDefinition } from '../domain/types.js';
+import type { Outputs, WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
@@ -17,12 +17,12 @@ import type {
   LeaseView,
   StatusDocument,
   WorkerView,
-} from '../protocol/types.js';
+} from '../protocol/wire.js';
 import type { JobChange, LeaseRefusal, StoreReads, WorkflowRecord } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
-import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './types.js';
+import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT } from '../domain/log-budget.js';
 import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
@@ -46,7 +46,7 @@ import { QueuedRuns } from './queued-runs.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
-export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './types.js';
+export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 
 const REAP_BATCH = 500;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { WeftError } from '../protocol/errors.js';
-import type { WorkflowState } from '../domain/types.js';
-import type { JobView, StatusDocument, WorkflowSummary } from '../protocol/types.js';
+import type { WorkflowState } from '../domain/model.js';
+import type { JobView, StatusDocument, WorkflowSummary } from '../protocol/wire.js';
 import type { Engine } from './engine.js';
 import { summaryOfDocument } from './views.js';
 

@@ -1,7 +1,7 @@
-import type { JobState } from '../domain/types.js';
-import { isTerminal } from '../domain/types.js';
+import type { JobState } from '../domain/model.js';
+import { isTerminal } from '../domain/model.js';
 import type { Engine, JobChange } from './engine.js';
-import type { LogChunkView } from '../protocol/types.js';
+import type { LogChunkView } from '../protocol/wire.js';
 import { logChunkView } from './views.js';
 
 export type FollowEvent =

@@ -1,7 +1,7 @@
-import type { JobState } from '../domain/types.js';
+import type { JobState } from '../domain/model.js';
 import { definitionDocument, type DefinitionDocument } from '../definitions/index.js';
 import { WeftError } from '../protocol/errors.js';
-import type { JobView, LogChunkView, RunSummary, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/types.js';
+import type { JobView, LogChunkView, RunSummary, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/wire.js';
 import type { ActiveJobCount, RunJobCount, Store, StoreReads, WorkflowRecord } from '../store/store.js';
 
 /** A page of the workflow list (docs/api.md "GET /api/workflows"). */
@@ -28,7 +28,7 @@ const LOG_PAGE_BYTES = 1024 * 1024;
 /** Job rows read and serialized at once when a list answer writes a large run: a few milliseconds' work. */
 const JOB_PAGE = 200;
 import { jobViews, logChunkView, runSummaries, statusDocument, workerViews, workflowSummary } from './views.js';
-import type { LeaseVisibility } from './types.js';
+import type { LeaseVisibility } from './engine-options.js';
 
 /**
  * The engine's read side (src/engine/engine.ts builds on it): status documents, lists, run history,

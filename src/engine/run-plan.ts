@@ -3,7 +3,7 @@ import { dependentsOf } from '../domain/dag.js';
 import { inputEnvName } from '../domain/inputs.js';
 import { own } from '../domain/keyed.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
-import type { UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
+import type { UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
 
 export interface PlanOptions {

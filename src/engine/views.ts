@@ -1,14 +1,14 @@
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
 import { keyed, own } from '../domain/keyed.js';
-import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
+import type { JobPresentation, JobSpec, JobState } from '../domain/model.js';
 import { compatJobStatus } from '../protocol/states.js';
-import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/types.js';
+import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/wire.js';
 import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
-import type { LeaseVisibility } from './types.js';
+import type { LeaseVisibility } from './engine-options.js';
 
 /**
- * The documents the API returns, built from store records in the shapes of src/protocol/types.ts:
+ * The documents the API returns, built from store records in the shapes of src/protocol/wire.ts:
  * workflow-graph's fields exactly as its clients read them (docs/protocol.md), weft's richer
  * data beside them.
  */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RouteOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifySchema, type RouteOptions } from 'fastify';
 import cors from '@fastify/cors';
 import { fastifySSE } from '@fastify/sse';
 import type { Logger } from 'pino';
@@ -24,6 +24,7 @@ import { registerAuth } from './auth.js';
 import { originAllowed, registerOriginGuard } from './origin-guard.js';
 import { registerRequestLog } from './request-log.js';
 import type { ErrorBody } from '../protocol/errors.js';
+import { HealthAnswer, ReadyAnswer } from '../protocol/wire.js';
 import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
 import { parseJsonBody } from './json-body.js';
 import { DEFAULT_MAX_STREAMS, StreamSlots } from './stream-slots.js';
@@ -52,6 +53,19 @@ export interface AppOptions {
   eventsReplayBytes?: number;
   streamBacklogBytes?: number;
 }
+
+/** The service routes' documentation (src/http/route-docs.ts); their answers are written by hand. */
+const READY_SCHEMA: FastifySchema = {
+  summary: 'Readiness: whether the store answers',
+  description: 'Point a load balancer readiness check here (503 while the database is away) and a liveness check at /healthz.',
+  tags: ['service'],
+  docs: { answers: { 200: { description: 'The store answers', schema: ReadyAnswer } } },
+};
+const HEALTH_SCHEMA: FastifySchema = {
+  summary: 'Liveness, with how long callbacks waited for the event loop',
+  tags: ['service'],
+  docs: { store: false, answers: { 200: { description: 'The process is serving', schema: HealthAnswer } } },
+};
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 /** How long a graceful close waits for requests in flight before it closes their connections. */
@@ -158,7 +172,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     reply.header('x-content-type-options', 'nosniff');
   });
   // Ready means the store answers: a load balancer sends no traffic to a server whose database is away.
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/readyz', { schema: READY_SCHEMA }, async (_req, reply) => {
     try {
       await opts.engine.ready();
       return { ok: true };
@@ -166,7 +180,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       return reply.code(503).send({ error: 'store_unavailable', message: `the store does not answer: ${(err as Error).message}` } satisfies ErrorBody);
     }
   });
-  app.get('/healthz', async () => {
+  app.get('/healthz', { schema: HEALTH_SCHEMA }, async () => {
     const m = monitors[resetAt[0]! <= resetAt[1]! ? 0 : 1]!;
     return {
       ok: true,

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { accessOf, allows, rolesFor, scopeRefusal, type Access, type TokenEntry, type TokenTable } from '../domain/access.js';
 import { WeftError, type ErrorBody } from '../protocol/errors.js';
-import type { LeaseVisibility } from '../engine/types.js';
+import type { LeaseVisibility } from '../engine/engine-options.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

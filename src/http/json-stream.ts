@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { DocumentParts } from '../engine/reads.js';
-import type { JobView, StatusDocument } from '../protocol/types.js';
+import type { JobView, StatusDocument } from '../protocol/wire.js';
 
 /** Jobs serialized between two turns of the event loop: a few milliseconds of JSON.stringify. */
 const JOBS_PER_SLICE = 500;

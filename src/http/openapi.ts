@@ -1,17 +1,18 @@
 /**
  * The API reference as an OpenAPI 3.1 document, served at GET /api/openapi.json (docs/api.md). It is
- * generated from the schemas the routes validate and serialize with, so those parts cannot drift from
- * what the server does. What the schemas do not say (summaries, tags, error answers, examples, the
- * workflow definition forms, answers written without a schema) comes from openapi-routes.ts and is
- * added to the document only: the routes' validation and serialization stay exactly as declared.
+ * generated from the registered routes' schemas, so it cannot drift from what the server does: each
+ * route declares beside itself its summary, description, tag, request and answer schemas (from
+ * src/protocol) and, in `schema.docs` (src/http/route-docs.ts), what Fastify does not use: the error
+ * codes it answers, the answers it writes without a compiled serializer, examples. Only this document
+ * reads those; the routes' validation and serialization stay exactly as declared.
  */
 import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { accessOf } from '../domain/access.js';
 import { ERROR_CODES, type ErrorCode } from '../protocol/errors.js';
-import { errorBodySchema } from './openapi-shapes.js';
-import { ROUTE_DOCS, TAGS, type RouteDoc } from './openapi-routes.js';
+import { ErrorBodySchema, OpenApiDocumentAnswer } from '../protocol/wire.js';
+import { TAGS, type RouteDocs } from './route-docs.js';
 
 export const OPENAPI_PATH = '/api/openapi.json';
 
@@ -24,6 +25,8 @@ const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.ur
 
 /** Registers the document generator; call before any route is added, so that every route is seen. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  /** "METHOD /path/{param}" of the routes whose body is optional, seen as the document is built. */
+  const optionalBodies = new Set<string>();
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -44,18 +47,18 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform: ({ schema, url, route }) => {
       const method = Array.isArray(route.method) ? route.method[0]! : route.method;
-      const doc = ROUTE_DOCS[`${method} ${url}`];
       // Undocumented routes (the CORS preflight) keep their own schema, and with it their `hide`.
-      return { schema: doc ? documented(schema, doc, accessOf(method, url) === 'public') : schema, url };
+      if (!schema?.docs) return { schema, url };
+      if (schema.docs.bodyOptional) optionalBodies.add(`${method} ${openApiPath(url)}`);
+      return { schema: documented(schema, schema.docs, accessOf(method, url) === 'public'), url };
     },
     transformObject: (documentObject) => {
       if (!('openapiObject' in documentObject)) throw new Error('the document must be OpenAPI, not Swagger 2');
       const { openapiObject } = documentObject;
       // The generator marks every declared body required; these routes read none.
-      for (const [key, doc] of Object.entries(ROUTE_DOCS)) {
-        if (!doc.bodyOptional) continue;
+      for (const key of optionalBodies) {
         const [method, path] = key.split(' ') as [string, string];
-        const op = openapiObject.paths?.[openApiPath(path)]?.[method.toLowerCase() as 'post'];
+        const op = openapiObject.paths?.[path]?.[method.toLowerCase() as 'post'];
         if (op?.requestBody && 'required' in op.requestBody) op.requestBody.required = false;
       }
       return openapiObject;
@@ -63,11 +66,22 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
 
   let text: string | undefined;
-  app.get(OPENAPI_PATH, async (_req, reply) => {
+  app.get(
+    OPENAPI_PATH,
+    {
+      schema: {
+        summary: 'This document',
+        description: 'OpenAPI 3.1, generated from the route schemas.',
+        tags: ['service'],
+        docs: { store: false, answers: { 200: { description: 'The OpenAPI document', schema: OpenApiDocumentAnswer } } },
+      },
+    },
+    async (_req, reply) => {
     // The routes cannot change once the server listens: the document is built on the first request only.
     text ??= JSON.stringify(app.swagger());
     return reply.type('application/json; charset=utf-8').send(text);
-  });
+    },
+  );
 }
 
 /** `/api/jobs/:lease_id/fail` → `/api/jobs/{lease_id}/fail`, as OpenAPI spells path templates. */
@@ -78,15 +92,16 @@ export function openApiPath(fastifyPath: string): string {
 type DeclaredSchema = FastifySchema & { body?: object; response?: Record<string, object> };
 
 /** A copy of the route's schema with the documentation of `doc` added; the route's own schema is untouched. */
-function documented(declared: FastifySchema | undefined, doc: RouteDoc, open: boolean): FastifySchema {
-  const own = structuredClone((declared ?? {}) as DeclaredSchema);
+function documented(declared: FastifySchema, doc: RouteDocs, open: boolean): FastifySchema {
+  const { docs: _docs, ...rest } = declared;
+  const own = structuredClone(rest as DeclaredSchema);
   const hasBody = own.body !== undefined || doc.body !== undefined;
   const body = doc.body ? structuredClone(doc.body) : own.body;
   const response: Record<string, object> = {};
   for (const [status, schema] of Object.entries(own.response ?? {})) {
-    response[status] = { ...schema, 'x-response-description': doc.responses[status]?.description ?? 'The answer' };
+    response[status] = { ...schema, 'x-response-description': doc.answers[status]?.description ?? 'The answer' };
   }
-  for (const [status, r] of Object.entries(doc.responses)) {
+  for (const [status, r] of Object.entries(doc.answers)) {
     if (response[status]) continue;
     response[status] = r.content
       ? { description: r.description, content: r.content }
@@ -102,9 +117,6 @@ function documented(declared: FastifySchema | undefined, doc: RouteDoc, open: bo
 
   return {
     ...own,
-    summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
-    tags: [doc.tag],
     // Health checks and this document answer without a token.
     ...(open ? { security: [] } : {}),
     ...(doc.headers ? { headers: doc.headers } : {}),
@@ -118,5 +130,5 @@ function errorResponse(codes: ErrorCode[]): object {
   const lines = codes
     .sort((a, b) => ERROR_CODES[a].status - ERROR_CODES[b].status)
     .map((code) => `\`${code}\` (${ERROR_CODES[code].status}): ${ERROR_CODES[code].meaning}`);
-  return { ...structuredClone(errorBodySchema), 'x-response-description': `Error body. Codes: ${lines.join('; ')}.` };
+  return { ...structuredClone(ErrorBodySchema), 'x-response-description': `Error body. Codes: ${lines.join('; ')}.` };
 }

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
-import { NO_CONTROL_CHARACTERS } from './schemas.js';
+import { NO_CONTROL_CHARACTERS } from '../protocol/schema-parts.js';
 
 /**
  * Bodies are validated strictly: a wrong type is an error, never coerced ("30" is not 30), and an

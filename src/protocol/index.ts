@@ -1,4 +1,4 @@
 /** The wire protocol: types, the compatible state vocabulary and the error catalogue. */
-export * from './types.js';
+export * from './wire.js';
 export * from './states.js';
 export * from './errors.js';

@@ -1,4 +1,4 @@
-import { JOB_STATES, type JobState } from '../domain/types.js';
+import { JOB_STATES, type JobState } from '../domain/model.js';
 
 /**
  * The job `status` vocabulary existing workflow-graph clients parse (docs/protocol.md):

@@ -1,4 +1,4 @@
-import type { RunState } from '../domain/types.js';
+import type { RunState } from '../domain/model.js';
 import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunRecord } from './records.js';
 
 /** What the operations of the store (src/store/store.ts) take and answer. */

@@ -1,5 +1,5 @@
 import type { JobCondition, NeedsResults } from '../domain/conditions.js';
-import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
+import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 
 /** The rows of the store (src/store/store.ts), as both backends read and write them. */
 

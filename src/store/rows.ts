@@ -1,5 +1,5 @@
 import type { JobCondition } from '../domain/conditions.js';
-import type { JobState, RunState, WorkflowDefinition } from '../domain/types.js';
+import type { JobState, RunState, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
 /**

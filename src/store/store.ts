@@ -1,4 +1,4 @@
-import type { IncomingLogChunk, Outputs } from '../domain/types.js';
+import type { IncomingLogChunk, Outputs } from '../domain/model.js';
 import type {
   ActiveJobCount,
   JobChange,

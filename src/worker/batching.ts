@@ -6,7 +6,7 @@ import { WorkflowApiError } from '../client/client.js';
 import type { ErrorBody } from '../protocol/errors.js';
 
 /** The most jobs, reports or leases one batch call may carry (docs/api.md "Batches"). */
-export const MAX_BATCH = 1000;
+export { MAX_BATCH } from '../protocol/batches-wire.js';
 
 /**
  * A server without the batch endpoints (an older weft, or one that implements only the interface's

@@ -1,6 +1,6 @@
 /** The embeddable worker and the shell handler `weft worker` runs. */
 export { Worker } from './worker.js';
-export { PermanentError, JobAbortedError } from './types.js';
+export { PermanentError, JobAbortedError } from './worker-api.js';
 export { parseSetOutput, truncateError, MAX_ERROR_CHARS } from './outcome.js';
 export { isTransient } from './answers.js';
 export { defaultWorkerId } from './worker-id.js';
@@ -16,7 +16,7 @@ export type {
   JobDoneEvent,
   JobFailedEvent,
   JobAbandonedEvent,
-} from './types.js';
+} from './worker-api.js';
 export { createShellHandler, shellHandler, jobEnvironment, upstreamEnvName, formatExitError, ShellCommandError } from './shell.js';
 export type { ShellHandlerOptions } from './shell.js';
 export { loadWorkerConfig } from './config.js';

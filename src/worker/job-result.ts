@@ -4,13 +4,13 @@
  * The answer says how the job ended; the worker counts it and emits its event.
  */
 import { timedOutError } from '../domain/retry.js';
-import type { Outputs } from '../domain/types.js';
+import type { Outputs } from '../domain/model.js';
 import { describe } from './answers.js';
 import type { JobRun } from './job-run.js';
 import { truncateError, type Outcome } from './outcome.js';
 import type { Settling } from './seams.js';
 import { now, secs } from './timing.js';
-import type { AbortReason } from './types.js';
+import type { AbortReason } from './worker-api.js';
 
 /** How a job ended: reported as a success or a failure (with the job state the server answered), or given up. */
 export type Settlement =

@@ -1,8 +1,8 @@
 /** The life of one claimed attempt: its handler's signal, its lease, its logs and its outputs. */
 import type { Logger } from 'pino';
 import type { WorkflowApiError } from '../client/client.js';
-import type { LogStream, Outputs } from '../domain/types.js';
-import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/types.js';
+import type { LogStream, Outputs } from '../domain/model.js';
+import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/wire.js';
 import { sleep } from '../util/sleep.js';
 import { describe, isLeaseOver, outcomeOf } from './answers.js';
 import { keyed } from '../domain/keyed.js';
@@ -10,7 +10,7 @@ import { LogSender } from './log-sender.js';
 import { parseSetOutput, type Outcome } from './outcome.js';
 import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.js';
 import { backoffMs, now } from './timing.js';
-import { JobAbortedError, type AbortReason, type JobContext } from './types.js';
+import { JobAbortedError, type AbortReason, type JobContext } from './worker-api.js';
 
 export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   readonly job: ClaimedJob;

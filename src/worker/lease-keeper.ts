@@ -4,7 +4,7 @@
  * heartbeat's would be: 200 renews it, `job_cancelled` aborts the job as cancelled, any other 409
  * means the lease is lost.
  */
-import type { HeartbeatBatchResponse } from '../protocol/types.js';
+import type { HeartbeatBatchResponse } from '../protocol/wire.js';
 import { describe, isLeaseOver } from './answers.js';
 import { elementError, lacksBatches, MAX_BATCH } from './batching.js';
 import type { KeptLease, LeaseKeeperContext } from './seams.js';

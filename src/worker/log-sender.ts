@@ -1,6 +1,6 @@
 /** A job attempt's log shipping: buffered, batched, in order, bounded while the server is away. */
-import type { LogStream } from '../domain/types.js';
-import type { IncomingLogChunk } from '../protocol/types.js';
+import type { LogStream } from '../domain/model.js';
+import type { IncomingLogChunk } from '../protocol/wire.js';
 import { describe, isLeaseOver, isTransient } from './answers.js';
 import type { LogSenderRun } from './seams.js';
 import { backoffMs, now, Wakeup } from './timing.js';

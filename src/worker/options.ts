@@ -1,5 +1,5 @@
 /** The embeddable worker's options, checked, with their timings in milliseconds. */
-import type { WorkerOptions } from './types.js';
+import type { WorkerOptions } from './worker-api.js';
 
 /** The options' timings in milliseconds, checked; a bad value throws a RangeError naming it. */
 export function checkOptions(opts: WorkerOptions) {

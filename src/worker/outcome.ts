@@ -2,9 +2,9 @@
  * What a handler's result becomes on the wire: its outputs (returned, set, or `::set-output` lines)
  * as strings, or its error as a bounded text and whether a retry may help.
  */
-import type { Outputs } from '../domain/types.js';
+import type { Outputs } from '../domain/model.js';
 import { keyed } from '../domain/keyed.js';
-import { PermanentError } from './types.js';
+import { PermanentError } from './worker-api.js';
 
 /** The interface's rule: error text sent by workers is truncated to this many characters. */
 export const MAX_ERROR_CHARS = 4096;

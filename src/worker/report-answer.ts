@@ -4,7 +4,7 @@
  */
 import type { WorkflowApiError } from '../client/client.js';
 import { landedReportCode } from '../protocol/errors.js';
-import type { ClaimedJob } from '../protocol/types.js';
+import type { ClaimedJob } from '../protocol/wire.js';
 import { isLeaseOver, isTransient } from './answers.js';
 import type { Outcome } from './outcome.js';
 

@@ -5,7 +5,7 @@
  * own element of the answer otherwise (docs/protocol.md "Errors"), and counted as landed when a retry
  * meets the 409 its own earlier try caused.
  */
-import type { Report, ReportBatchResponse } from '../protocol/types.js';
+import type { Report, ReportBatchResponse } from '../protocol/wire.js';
 import { describe, isTransient } from './answers.js';
 import { elementError, lacksBatches } from './batching.js';
 import { deliverOne, pastHope, type ReportState } from './deliver.js';

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { WorkflowApiError, WorkflowClient } from '../client/client.js';
-import type { BatchClaimRequest, ClaimedJob, ClaimResult, LeaseView } from '../protocol/types.js';
+import type { BatchClaimRequest, ClaimedJob, ClaimResult, LeaseView } from '../protocol/wire.js';
 import type { Outcome } from './outcome.js';
 import type { Delivery } from './report-answer.js';
 

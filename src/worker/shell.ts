@@ -8,10 +8,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { envNamePart } from '../domain/conditions.js';
-import type { ClaimedJob } from '../protocol/types.js';
-import type { Outputs } from '../domain/types.js';
+import type { ClaimedJob } from '../protocol/wire.js';
+import type { Outputs } from '../domain/model.js';
 import { MAX_ERROR_CHARS } from './outcome.js';
-import type { JobContext, JobHandler } from './types.js';
+import type { JobContext, JobHandler } from './worker-api.js';
 import type { JobUser } from './job-user.js';
 
 export interface ShellHandlerOptions {

@@ -17,7 +17,7 @@
 import { EventEmitter } from 'node:events';
 import { pino, type Logger } from 'pino';
 import { WorkflowClient } from '../client/client.js';
-import type { BatchClaimRequest, ClaimResult } from '../protocol/types.js';
+import type { BatchClaimRequest, ClaimResult } from '../protocol/wire.js';
 import { sleep } from '../util/sleep.js';
 import { describe, isTransient, refusesLongPoll } from './answers.js';
 import { lacksBatches, MAX_BATCH } from './batching.js';
@@ -30,7 +30,7 @@ import { errorText, isRetryable, normalizeOutputs, truncateError, type Outcome }
 import { ReportBatcher } from './report-batcher.js';
 import type { ClaimAlong, Deliver, ReportChannel, RunSettings, Settling } from './seams.js';
 import { backoffMs, now, Wakeup } from './timing.js';
-import type { JobHandler, WorkerEvents, WorkerOptions, WorkerStats } from './types.js';
+import type { JobHandler, WorkerEvents, WorkerOptions, WorkerStats } from './worker-api.js';
 import { defaultWorkerId } from './worker-id.js';
 
 /** How long a claim in flight at stop() may still bring its answer (see claimController). */

@@ -11,7 +11,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WorkflowClient } from '../../src/client/client.js';
-import type { ClaimedJob } from '../../src/protocol/types.js';
+import type { ClaimedJob } from '../../src/protocol/wire.js';
 import {
   JobAbortedError,
   PermanentError,

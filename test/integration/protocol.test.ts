@@ -89,7 +89,7 @@ describe('claim', () => {
     assert.equal(job.timeout_secs, null);
     assert.equal(job.run_number, 1);
     assert.equal(job.name, 'only');
-    // The whole answer, so that a field the serializer dropped is caught (src/http/response-schemas.ts).
+    // The whole answer, so that a field the serializer dropped is caught (the response schemas of src/protocol/jobs-wire.ts and batches-wire.ts).
     assert.deepEqual(Object.keys(c).sort(), ['job', 'lease']);
     assert.deepEqual(Object.keys(job).sort(), [
       'attempt', 'command', 'delayed_until_ms', 'enqueued_at_ms', 'env', 'job_id', 'name', 'required_labels',

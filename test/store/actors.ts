@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Outputs } from '../../src/domain/types.js';
+import type { Outputs } from '../../src/domain/model.js';
 import type { Claimed, CompleteOutcome, JobChange, Store, StoreClaim } from '../../src/store/store.js';
 import type { ChildTarget } from './conformance.js';
 

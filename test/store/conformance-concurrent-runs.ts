@@ -1,6 +1,6 @@
 /** Conformance: concurrent runs of one workflow, queued runs and their start (docs/architecture.md "Concurrent runs"). */
 import assert from 'node:assert/strict';
-import type { Concurrency } from '../../src/domain/types.js';
+import type { Concurrency } from '../../src/domain/model.js';
 import type { Store } from '../../src/store/store.js';
 import type { Case, StoreHandle } from './conformance.js';
 import { HASH, buildJobs, claimOne, complete, labelSetsOf, read, runStatus, wfRecord, type Spec } from './fixtures.js';

@@ -3,7 +3,7 @@
  * "Conditions"): what runs below a job that ended, what a cancel spares, and how the run ends.
  */
 import assert from 'node:assert/strict';
-import type { WorkflowDefinition } from '../../src/domain/types.js';
+import type { WorkflowDefinition } from '../../src/domain/model.js';
 import { planRun } from '../../src/engine/run-plan.js';
 import type { JobRecord, Store } from '../../src/store/store.js';
 import type { Case, ConformanceOptions, StoreHandle } from './conformance.js';

@@ -3,7 +3,7 @@
  * it, the due list, and fireSchedule, alone and raced by several stores on one database.
  */
 import assert from 'node:assert/strict';
-import type { Schedule } from '../../src/domain/types.js';
+import type { Schedule } from '../../src/domain/model.js';
 import type { FireScheduleRequest, Store } from '../../src/store/store.js';
 import type { Case, ConformanceOptions } from './conformance.js';
 import { buildJobs, HASH, labelSetsOf, read, wfRecord } from './fixtures.js';

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { JobCondition } from '../../src/domain/conditions.js';
-import type { Backoff, Outputs } from '../../src/domain/types.js';
+import type { Backoff, Outputs } from '../../src/domain/model.js';
 import { labelKey, normalizeLabels } from '../../src/domain/labels.js';
 import type { Claimed, JobRecord, LabelSet, LeaseRecord, NewJob, Store, StoreReads, WorkflowRecord } from '../../src/store/store.js';
 

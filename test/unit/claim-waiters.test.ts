@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClaimWaiters, type NormalizedClaim } from '../../src/engine/claim-waiters.js';
-import type { ClaimResult } from '../../src/protocol/types.js';
+import type { ClaimResult } from '../../src/protocol/wire.js';
 
 const ask: NormalizedClaim = { worker_id: 'w', labels: [], max: 1 };
 const granted = { job: { job_id: 'j' }, lease: { lease_id: 'l1' } } as unknown as ClaimResult;

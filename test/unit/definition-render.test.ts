@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { definitionDocument, loadWorkflowDir, parseWorkflowObject, parseWorkflowText } from '../../src/definitions/index.js';
-import type { WorkflowDefinition } from '../../src/domain/types.js';
+import type { WorkflowDefinition } from '../../src/domain/model.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { JobSpec, WorkflowDefinition } from '../../src/domain/types.js';
+import type { JobSpec, WorkflowDefinition } from '../../src/domain/model.js';
 import {
   DefinitionError,
   type DefinitionIssue,

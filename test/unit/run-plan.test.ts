@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseWorkflowObject } from '../../src/definitions/index.js';
-import type { JobState } from '../../src/domain/types.js';
+import type { JobState } from '../../src/domain/model.js';
 import { keptJobs, planRun } from '../../src/engine/run-plan.js';
 import type { JobRecord } from '../../src/store/store.js';
 

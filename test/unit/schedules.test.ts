@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DefinitionError, type DefinitionIssue, definitionHash, parseWorkflowObject, parseWorkflowText } from '../../src/definitions/index.js';
 import { nextFireAfter, planFires } from '../../src/domain/schedule.js';
-import type { Schedule, WorkflowDefinition } from '../../src/domain/types.js';
+import type { Schedule, WorkflowDefinition } from '../../src/domain/model.js';
 
 const yaml = (text: string): WorkflowDefinition => parseWorkflowText(text, { source: 'w.yml', format: 'yaml', id: 'w' });
 const body = (on: unknown): WorkflowDefinition => parseWorkflowObject({ on, jobs: { a: { run: 'x' } } }, { source: 'request body', id: 'w' });

@@ -5,7 +5,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../../runtime/env.js';
 import { isTransientStatus, WorkflowApiError, WorkflowClient } from '../../client/index.js';
-import type { JobState, WorkflowState } from '../../domain/types.js';
+import type { JobState, WorkflowState } from '../../domain/model.js';
 import { terminalLine } from '../terminal-text.js';
 
 export const DEFAULT_SERVER = 'http://localhost:3000';

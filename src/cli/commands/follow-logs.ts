@@ -5,7 +5,7 @@
  * nothing is lost.
  */
 import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/index.js';
-import type { JobState } from '../../domain/types.js';
+import type { JobState } from '../../domain/model.js';
 import { transientFailure } from './common.js';
 import { sleep } from '../../util/sleep.js';
 

@@ -1,7 +1,7 @@
 /** `weft list [--status S] [--search TEXT] [--limit N] [--offset N] [--json]`: the workflows the server holds. */
 import { type Command, Option } from 'commander';
-import type { JobState } from '../../domain/types.js';
-import type { StatusDocument } from '../../protocol/types.js';
+import type { JobState } from '../../domain/model.js';
+import type { StatusDocument } from '../../protocol/wire.js';
 import { STATUS_FILTER_VALUES } from '../../protocol/states.js';
 import { action, formatAgo, formatIn, intOption, makeClient, paintState, palette, serverOption, table, type ServerOptions } from './common.js';
 import { terminalLine } from '../terminal-text.js';

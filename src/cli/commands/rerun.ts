@@ -3,7 +3,7 @@
  * (the latest by default) that keeps the outputs of the jobs it does not run again (README "Re-running a run").
  */
 import type { Command } from 'commander';
-import type { RerunRequest } from '../../protocol/types.js';
+import type { RerunRequest } from '../../protocol/wire.js';
 import { action, CliError, intOption, makeClient, serverOption } from './common.js';
 import { reportStart, type StartOptions } from './run.js';
 

@@ -5,7 +5,7 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { WorkflowApiError, type LogChunkView, type WorkflowClient } from '../../client/index.js';
-import type { JobView, StatusDocument } from '../../protocol/types.js';
+import type { JobView, StatusDocument } from '../../protocol/wire.js';
 import {
   action,
   CliError,

@@ -1,6 +1,6 @@
 /** `weft runs <workflow> [--limit N] [--offset N] [--json]`: a workflow's run history, newest first. */
 import type { Command } from 'commander';
-import type { RunSummary } from '../../protocol/types.js';
+import type { RunSummary } from '../../protocol/wire.js';
 import { action, formatAgo, formatDuration, intOption, makeClient, paintState, palette, serverOption, table, type ServerOptions } from './common.js';
 
 /** `2 success, 1 failed` in a fixed order of states. */

@@ -1,6 +1,6 @@
 /** `weft status <workflow> [--json]`: the latest run of a workflow as a table of its jobs. */
 import type { Command } from 'commander';
-import type { JobView, StatusDocument } from '../../protocol/types.js';
+import type { JobView, StatusDocument } from '../../protocol/wire.js';
 import { action, formatDuration, intOption, makeClient, paintState, palette, serverOption, summary, table, type Palette, type ServerOptions } from './common.js';
 import { terminalLine, terminalText } from '../terminal-text.js';
 

@@ -7,7 +7,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { DefinitionError, formatIssue, parseWorkflowText } from '../../definitions/index.js';
-import type { WorkflowDefinition } from '../../domain/types.js';
+import type { WorkflowDefinition } from '../../domain/model.js';
 import { action, serverOption } from './common.js';
 
 const FORMATS: Record<string, 'yaml' | 'json'> = { '.yml': 'yaml', '.yaml': 'yaml', '.json': 'json' };

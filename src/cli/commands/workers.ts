@@ -1,6 +1,6 @@
 /** `weft workers [--json]`: the workers the server knows, with what they hold. */
 import type { Command } from 'commander';
-import type { CurrentJob, WorkerView } from '../../protocol/types.js';
+import type { CurrentJob, WorkerView } from '../../protocol/wire.js';
 import { action, formatAgo, makeClient, palette, serverOption, table, type Palette, type ServerOptions } from './common.js';
 import { terminalLine } from '../terminal-text.js';
 

@@ -7,7 +7,7 @@
 import { Component } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import dagre from '@dagrejs/dagre';
-import type { JobView } from '../../protocol/types.js';
+import type { JobView } from '../../protocol/wire.js';
 import { STATE_ICON, duration, useNow } from '../format';
 
 const NODE_W = 190;

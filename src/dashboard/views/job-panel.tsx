@@ -5,7 +5,7 @@
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { AnsiUp } from 'ansi_up';
-import type { JobView, LogChunkView, StatusDocument } from '../../protocol/types.js';
+import type { JobView, LogChunkView, StatusDocument } from '../../protocol/wire.js';
 import { api, enc } from '../api';
 import { openStream } from '../sse';
 import { duration, stamp, useNow } from '../format';

@@ -1,6 +1,6 @@
 /** The workers the server knows: labels, status, the job each holds (linked) and when it was last seen. */
 import { useEffect, useState } from 'preact/hooks';
-import type { CurrentJob, WorkerView } from '../../protocol/types.js';
+import type { CurrentJob, WorkerView } from '../../protocol/wire.js';
 import { api } from '../api';
 import { ago, useNow } from '../format';
 import { workflowHref } from '../router';

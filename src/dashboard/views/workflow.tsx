@@ -3,7 +3,7 @@
  * server without it), the run selector, Run and Cancel, the definition, and the job panel.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import type { JobView, RunSummary, StatusDocument } from '../../protocol/types.js';
+import type { JobView, RunSummary, StatusDocument } from '../../protocol/wire.js';
 import { api, ApiError, enc, post } from '../api';
 import { openStream } from '../sse';
 import { ago, useNow } from '../format';

@@ -6,7 +6,7 @@
  * server that ignores `jobs=false` answers whole documents, whose jobs are counted here instead.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { StatusDocument, WorkflowSummary } from '../../protocol/types.js';
+import type { StatusDocument, WorkflowSummary } from '../../protocol/wire.js';
 import { api, ApiError, enc, post } from '../api';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 import { openStream } from '../sse';

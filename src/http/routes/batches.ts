@@ -1,23 +1,19 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { WeftError, type ErrorBody } from '../../protocol/errors.js';
-import type { BatchClaimRequest, HeartbeatBatchRequest, ReportBatchRequest, ReportResult, HeartbeatResult } from '../../protocol/types.js';
+import {
+  BatchClaimRequest,
+  BatchClaimResponse,
+  HeartbeatBatchRequest,
+  HeartbeatBatchResponse,
+  ReportBatchRequest,
+  ReportBatchResponse,
+  type HeartbeatResult,
+  type ReportResult,
+} from '../../protocol/wire.js';
 import { clientGone } from '../client-gone.js';
-import { claimBatchAnswer, heartbeatBatchAnswer, reportBatchAnswer } from '../response-schemas.js';
-import { claimBodyProperties, idParam, outputsSchema } from '../schemas.js';
 import { leaseHolder, requireWorkerScope } from '../auth.js';
-
-/** How many jobs, reports or leases one batch may carry. */
-export const MAX_BATCH = 1000;
-
-const claimSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['worker_id'],
-  properties: { ...claimBodyProperties, max_jobs: { type: 'integer', minimum: 1, maximum: MAX_BATCH } },
-} as const;
-
-const leaseId = idParam;
 
 /**
  * The batched worker paths (docs/api.md "Batches"): additive to the interface's one-job calls, for
@@ -25,40 +21,59 @@ const leaseId = idParam;
  * status and error body its one-job call would have had.
  */
 export function batchRoutes(app: FastifyInstance, engine: Engine): void {
-  app.post<{ Body: BatchClaimRequest }>('/api/jobs/claim-batch', { schema: { body: claimSchema, response: { 200: claimBatchAnswer } } }, async (req, reply) => {
-    requireWorkerScope(req, req.body.worker_id, req.body.labels ?? []);
-    return { claims: await claimFor(engine, req.body, req, reply) };
-  });
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
 
-  app.post<{ Body: ReportBatchRequest }>(
+  api.post(
+    '/api/jobs/claim-batch',
+    {
+      schema: {
+        summary: 'Claim up to max_jobs jobs at once',
+        tags: ['batches'],
+        body: BatchClaimRequest,
+        response: { 200: BatchClaimResponse },
+        docs: {
+          answers: { 200: { description: 'Each claim exactly as a one-job claim answers it; [] when nothing fits by the deadline' } },
+          examples: {
+            several: {
+              summary: 'Up to 4 jobs, waiting up to 20 s when none fits',
+              value: { worker_id: 'builder-1', labels: ['linux'], lease_ttl_secs: 30, max_jobs: 4, wait_secs: 20 },
+            },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      requireWorkerScope(req, req.body.worker_id, req.body.labels ?? []);
+      return { claims: await claimFor(engine, req.body, req, reply) };
+    },
+  );
+
+  api.post(
     '/api/jobs/report-batch',
     {
       schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['reports'],
-          properties: {
-            reports: {
-              type: 'array',
-              maxItems: MAX_BATCH,
-              items: {
-                type: 'object',
-                additionalProperties: false,
-                required: ['lease_id', 'outcome'],
-                properties: {
-                  lease_id: leaseId,
-                  outcome: { type: 'string', enum: ['complete', 'fail'] },
-                  outputs: outputsSchema,
-                  error: { type: 'string' },
-                  retryable: { type: 'boolean' },
-                },
+        summary: 'Report many completions and failures, then optionally claim more',
+        description:
+          'Each report succeeds or fails on its own, answered with the status and error body its one-job call would have had. ' +
+          'A report that is not well formed makes the whole batch a 400 and nothing is applied.',
+        tags: ['batches'],
+        body: ReportBatchRequest,
+        response: { 200: ReportBatchResponse },
+        docs: {
+          answers: { 200: { description: 'One result per report, in order, and the new claims' } },
+          examples: {
+            completeAndClaimNext: {
+              summary: 'One success, one failure, and a claim for more jobs in the same round trip',
+              value: {
+                reports: [
+                  { lease_id: '0b9d3c1e-6a3f-4f7e-9a51-2c4d8e7f1a20', outcome: 'complete', outputs: { artifact: 'build/app.tar.gz' } },
+                  { lease_id: '5f7e2a90-1d4b-4c8e-8b6a-3e9f0c1d2b34', outcome: 'fail', error: 'exit code 1', retryable: true },
+                ],
+                claim: { worker_id: 'builder-1', labels: ['linux'], lease_ttl_secs: 30, max_jobs: 2 },
               },
             },
-            claim: claimSchema,
           },
         },
-        response: { 200: reportBatchAnswer },
       },
     },
     async (req, reply) => {
@@ -103,17 +118,23 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-  app.post<{ Body: HeartbeatBatchRequest }>(
+  api.post(
     '/api/jobs/heartbeat-batch',
     {
       schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['lease_ids'],
-          properties: { lease_ids: { type: 'array', maxItems: MAX_BATCH, items: leaseId } },
+        summary: 'Renew many leases',
+        tags: ['batches'],
+        body: HeartbeatBatchRequest,
+        response: { 200: HeartbeatBatchResponse },
+        docs: {
+          answers: { 200: { description: 'One result per lease, in order' } },
+          examples: {
+            leases: {
+              summary: 'Renew every lease the worker holds',
+              value: { lease_ids: ['0b9d3c1e-6a3f-4f7e-9a51-2c4d8e7f1a20', '5f7e2a90-1d4b-4c8e-8b6a-3e9f0c1d2b34'] },
+            },
+          },
         },
-        response: { 200: heartbeatBatchAnswer },
       },
     },
     async (req) => {

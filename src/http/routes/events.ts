@@ -1,8 +1,9 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { LiveEvents, LiveFrame } from '../../engine/live-events.js';
 import type { StreamCounter } from '../metrics.js';
 import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
-import { idParam } from '../schemas.js';
+import { WorkflowParams } from '../../protocol/wire.js';
 import { sseFrame, writeFrames } from '../sse-writer.js';
 
 /**
@@ -52,10 +53,43 @@ export function eventRoutes(app: FastifyInstance, live: LiveEvents, slots: Strea
     }
   };
 
-  app.get<{ Params: { id: string } }>(
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+  const lastEventId = { type: 'object', properties: { 'last-event-id': { type: 'string', description: 'resume after this event id' } } };
+  const eventStream = { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } };
+
+  api.get(
     '/api/workflows/:id/events',
-    { sse: 'manual', schema: { params: { type: 'object', properties: { id: idParam } } } },
+    {
+      sse: 'manual',
+      schema: {
+        summary: "Follow a workflow's job and run changes live (server-sent events)",
+        description:
+          "`event: job` (data: the job's status-document entry plus `run_number`) whenever a job changes, `event: run` (data " +
+          '`{run_number, status}`) when a run starts and ends. Changes within about 25 ms come as one event with the latest state. ' +
+          'Ids are `<server process>.<sequence>`; `Last-Event-ID` replays the last 5 minutes, or starts with `event: resync` when it ' +
+          'cannot (then refetch the status document).',
+        tags: ['workflows'],
+        params: WorkflowParams,
+        docs: { answers: eventStream, errors: ['workflow_not_found', 'invalid_last_event_id'], headers: lastEventId },
+      },
+    },
     async (req, reply) => stream(req.params.id, req.headers['last-event-id'], reply),
   );
-  app.get('/api/events', { sse: 'manual' }, async (req, reply) => stream(null, req.headers['last-event-id'], reply));
+  api.get(
+    '/api/events',
+    {
+      sse: 'manual',
+      schema: {
+        summary: 'Follow every workflow live (server-sent events)',
+        description:
+          "`event: workflow` with the workflow's summary (the item of `GET /api/workflows?jobs=false`: job counts, no jobs) whenever " +
+          'anything in it changes, `event: deleted` (data `{id}`) when a workflow is deleted; ids and ' +
+          "`Last-Event-ID` as for a workflow's events, with `event: resync` when the list must be refetched. A client that stops " +
+          'reading is cut off once STREAM_BACKLOG_BYTES of events wait for it.',
+        tags: ['workflows'],
+        docs: { answers: eventStream, errors: ['invalid_last_event_id'], headers: lastEventId },
+      },
+    },
+    async (req, reply) => stream(null, req.headers['last-event-id'], reply),
+  );
 }

@@ -1,17 +1,12 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import { followLogs } from '../../engine/log-follow.js';
 import { WeftError } from '../../protocol/errors.js';
-import type { LogChunkView, LogsQuery } from '../../protocol/types.js';
+import { JobParams, LogChunkList, LogsQuery, type LogChunkView } from '../../protocol/wire.js';
 import { pagedArrayStream } from '../json-stream.js';
 import { sseFrame, writeFrames } from '../sse-writer.js';
-import { idParam } from '../schemas.js';
 import { endStreamsOnClose, type StreamSlots } from '../stream-slots.js';
-
-/** Most chunks one page of `GET …/logs?limit=` holds. */
-const MAX_LOG_PAGE = 1000;
-
-const jobParams = { type: 'object', properties: { wf_id: idParam, job_id: idParam } } as const;
 
 export interface LogRouteOptions {
   /** How often a live stream looks for changes made by other processes. */
@@ -22,23 +17,35 @@ export interface LogRouteOptions {
   slots: StreamSlots;
 }
 
+/** Job logs (docs/api.md "Logs"), stored and live; workers push them with `POST /api/jobs/{lease_id}/logs` (jobs.ts). */
 export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOptions): void {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
   const openStreams = endStreamsOnClose(app);
-  app.get<{ Params: { wf_id: string; job_id: string }; Querystring: LogsQuery }>(
+  api.get(
     '/api/workflows/:wf_id/jobs/:job_id/logs',
     {
       schema: {
-        params: jobParams,
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            run: { type: 'integer', minimum: 1 },
-            attempt: { type: 'integer', minimum: 0 },
-            // Paging (docs/api.md "Logs"): opt-in, so that a client that sends neither gets every chunk.
-            after: { type: 'integer', minimum: -1 },
-            limit: { type: 'integer', minimum: 1, maximum: MAX_LOG_PAGE },
+        summary: "A job's stored log chunks",
+        description:
+          'Default: the latest run, and its newest attempt that logged anything. Paging is opt-in: `after` (a sequence) keeps the chunks ' +
+          "after it, `limit` (1..1000) at most that many; a full page names the next page's `after` in `x-weft-next-after`. Without " +
+          '`limit` every chunk of the attempt comes back (at most MAX_LOG_BYTES_PER_ATTEMPT).',
+        tags: ['logs'],
+        params: JobParams,
+        querystring: LogsQuery,
+        docs: {
+          answers: {
+            200: {
+              description: 'Chunks in sequence order',
+              schema: LogChunkList,
+              headers: {
+                'x-weft-run': { type: 'integer', description: 'the run read' },
+                'x-weft-attempt': { type: 'integer', description: 'the attempt read' },
+                'x-weft-next-after': { type: 'integer', description: 'with `limit`, when the page is full: the `after` of the next page' },
+              },
+            },
           },
+          errors: ['workflow_not_found', 'job_not_found', 'run_not_found'],
         },
       },
     },
@@ -59,9 +66,29 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
     },
   );
 
-  app.get<{ Params: { wf_id: string; job_id: string } }>(
+  api.get(
     '/api/workflows/:wf_id/jobs/:job_id/logs/stream',
-    { sse: 'manual', schema: { params: jobParams } },
+    {
+      sse: 'manual',
+      schema: {
+        summary: "Follow a job's logs live (server-sent events)",
+        description:
+          'Replays the stored chunks of the current attempt, then follows live ones: `event: log` (id = sequence, data = the chunk), ' +
+          '`event: attempt` when a retry starts (sequences restart at 0), and `event: end` (data `{status, run_number}`) once the job ' +
+          'is over, after which the server closes the stream. `Last-Event-ID: N` resumes after sequence N; `: heartbeat` comments keep ' +
+          'idle connections open.',
+        tags: ['logs'],
+        params: JobParams,
+        docs: {
+          answers: { 200: { description: 'An event stream', content: { 'text/event-stream': { schema: { type: 'string' } } } } },
+          errors: ['workflow_not_found', 'job_not_found', 'invalid_last_event_id'],
+          headers: {
+            type: 'object',
+            properties: { 'last-event-id': { type: 'string', description: 'resume after this sequence number of the attempt followed' } },
+          },
+        },
+      },
+    },
     async (req, reply) => {
       const lastId = req.headers['last-event-id'];
       let afterSequence: number | undefined;

@@ -1,51 +1,93 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { RerunScope } from '../../engine/run-plan.js';
 import { WeftError } from '../../protocol/errors.js';
-import { idParam, rerunBodySchema } from '../schemas.js';
+import { DefinitionDocument, MAX_RUN_PAGE, RerunRequest, RunList, RunParams, RunsQuery, StatusDocument, WorkflowParams } from '../../protocol/wire.js';
 import { absentBodyAsEmpty } from '../validation.js';
-
-const MAX_PAGE = 1000;
 
 /**
  * Run history (docs/api.md "Runs"): past runs of a workflow and the status document of any one of them;
  * and the definition those runs were started from.
  */
 export function runRoutes(app: FastifyInstance, engine: Engine): void {
-  app.get<{ Params: { id: string }; Querystring: { limit: number; offset: number } }>(
+  const api = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  api.get(
     '/api/workflows/:id/runs',
     {
       schema: {
-        params: { type: 'object', properties: { id: idParam } },
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            limit: { type: 'integer', minimum: 0, default: 50 },
-            offset: { type: 'integer', minimum: 0, default: 0 },
-          },
+        summary: "A page of the workflow's runs, newest first (run history)",
+        description: '`limit` (default 50) above 1000 is capped at 1000. Each run has its jobs counted by state.',
+        tags: ['workflows'],
+        params: WorkflowParams,
+        querystring: RunsQuery,
+        docs: {
+          answers: { 200: { description: 'Runs, newest first; [] when the workflow never ran', schema: RunList } },
+          errors: ['workflow_not_found'],
         },
       },
     },
-    async (req) => engine.runs(req.params.id, { limit: Math.min(req.query.limit, MAX_PAGE), offset: req.query.offset }),
+    // The schema's defaults fill `limit` and `offset` when they are left out.
+    async (req) => engine.runs(req.params.id, { limit: Math.min(req.query.limit!, MAX_RUN_PAGE), offset: req.query.offset! }),
   );
 
-  app.get<{ Params: { id: string } }>(
+  api.get(
     '/api/workflows/:id/definition',
-    { schema: { params: { type: 'object', properties: { id: idParam } } } },
+    {
+      schema: {
+        summary: 'The workflow definition, in the contract form of a workflow file',
+        description: 'Defaults are left out; `steps:` show as the one `run` they are joined into. Parsing it gives the same definition.',
+        tags: ['workflows'],
+        params: WorkflowParams,
+        docs: { answers: { 200: { description: 'The definition', schema: DefinitionDocument } }, errors: ['workflow_not_found'] },
+      },
+    },
     async (req) => engine.definition(req.params.id),
   );
 
-  app.get<{ Params: { id: string; run: number } }>(
+  api.get(
     '/api/workflows/:id/runs/:run',
-    { schema: { params: { type: 'object', properties: { id: idParam, run: { type: 'integer', minimum: 1 } } } } },
+    {
+      schema: {
+        summary: 'The status document of one run',
+        tags: ['workflows'],
+        params: RunParams,
+        docs: {
+          answers: { 200: { description: 'The status document of that run', schema: StatusDocument } },
+          errors: ['workflow_not_found', 'run_not_found'],
+        },
+      },
+    },
     async (req) => engine.runStatus(req.params.id, req.params.run),
   );
 
   /** A new run from run n (README "Re-running a run"); no body means `{"only": "failed"}`. */
-  app.post<{ Params: { id: string; run: number }; Body: { only?: 'failed' | 'all'; from?: string } | undefined }>(
+  api.post(
     '/api/workflows/:id/runs/:run/rerun',
-    { schema: { params: { type: 'object', properties: { id: idParam, run: { type: 'integer', minimum: 1 } } }, body: rerunBodySchema }, preValidation: absentBodyAsEmpty },
+    {
+      schema: {
+        summary: 'Start the next run as a re-run of run n',
+        description:
+          'A new run from the current definition with run n\'s inputs. `only: "failed"` (the default, also with no body) runs ' +
+          'again every job that did not succeed in run n; `only: "all"` runs every job; `from: <job>` runs that job and ' +
+          'everything downstream of it. The other jobs start as `success` with run n\'s outputs. Give `only` or `from`, not both.',
+        tags: ['workflows'],
+        params: RunParams,
+        body: RerunRequest,
+        docs: {
+          answers: { 202: { description: 'The status document of the new run', schema: StatusDocument } },
+          errors: ['workflow_not_found', 'run_not_found', 'run_active', 'nothing_to_rerun'],
+          bodyOptional: true,
+          examples: {
+            failed: { summary: 'Run again what failed, was cancelled or skipped (the default)', value: { only: 'failed' } },
+            all: { summary: 'Run every job again, with the same inputs', value: { only: 'all' } },
+            from: { summary: 'Run a job and everything downstream of it again', value: { from: 'build' } },
+          },
+        },
+      },
+      preValidation: absentBodyAsEmpty,
+    },
     async (req, reply) => {
       const { only, from } = req.body ?? {};
       if (only !== undefined && from !== undefined) {

@@ -1,6 +1,6 @@
 import { storableText } from '../../domain/text.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, logTruncationMarker } from '../../domain/log-budget.js';
-import type { Outputs } from '../../domain/types.js';
+import type { Outputs } from '../../domain/model.js';
 import type {
   CompleteOutcome,
   FailOutcome,

@@ -1,4 +1,4 @@
-import type { Outputs } from '../../domain/types.js';
+import type { Outputs } from '../../domain/model.js';
 import type {
   CancelRunOutcome,
   StoreClaim,

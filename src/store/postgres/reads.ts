@@ -1,4 +1,4 @@
-import type { JobState } from '../../domain/types.js';
+import type { JobState } from '../../domain/model.js';
 import type { ActiveJobCount, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { QUERIES } from './queries.js';

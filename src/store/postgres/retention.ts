@@ -1,4 +1,4 @@
-import type { RunState } from '../../domain/types.js';
+import type { RunState } from '../../domain/model.js';
 import type { DeleteLimits, DeleteWorkflowOutcome, PruneOutcome, PruneRequest, PrunedRun, RunKey } from '../store.js';
 import { QUERIES } from './queries.js';
 import { transaction, type Exec, type Sql } from './tx.js';

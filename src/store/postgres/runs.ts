@@ -1,5 +1,5 @@
 import { planCancel, propagate } from '../../domain/conditions.js';
-import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/types.js';
+import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/model.js';
 import type {
   CancelRunOutcome,
   FireScheduleOutcome,

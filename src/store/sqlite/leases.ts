@@ -2,7 +2,7 @@ import { endedJob } from '../../domain/conditions.js';
 import { isLeaseExpired, leaseExpiresAt, leaseUsableBy } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, fitLogPush, logTruncationMarker } from '../../domain/log-budget.js';
-import type { Outputs } from '../../domain/types.js';
+import type { Outputs } from '../../domain/model.js';
 import type {
   CompleteOutcome,
   FailOutcome,

@@ -1,4 +1,4 @@
-import type { RunState } from '../../domain/types.js';
+import type { RunState } from '../../domain/model.js';
 import type { DeleteLimits, DeleteWorkflowOutcome, PruneOutcome, PruneRequest, PrunedRun } from '../store.js';
 import type { Row } from '../rows.js';
 import type { Conn } from './connection.js';

@@ -12,7 +12,7 @@ import type {
   StartRunRequest,
   WorkflowRecord,
 } from '../store.js';
-import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/types.js';
+import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/model.js';
 import { plannedJobsAt } from '../rows.js';
 import { inputsColumn, jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import { change } from '../changes.js';

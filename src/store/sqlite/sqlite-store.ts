@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import type { Outputs } from '../../domain/types.js';
+import type { Outputs } from '../../domain/model.js';
 import type {
   CancelRunOutcome,
   Claimed,

@@ -31,7 +31,7 @@ export type AttemptEvent =
   | { kind: 'timed_out'; job: JobRecord };
 
 /**
- * A worker's claim as the engine takes it (from the wire's ClaimRequest, src/protocol/types.ts): who
+ * A worker's claim as the engine takes it (from the wire's ClaimRequest, src/protocol/wire.ts): who
  * claims, with the labels it has, for leases of how long.
  */
 export interface WorkerClaim {

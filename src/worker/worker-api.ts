@@ -4,8 +4,8 @@
  */
 import type { Logger } from 'pino';
 import type { WorkflowClient } from '../client/client.js';
-import type { ClaimedJob, LeaseView } from '../protocol/types.js';
-import type { LogStream, Outputs, UpstreamOutputs } from '../domain/types.js';
+import type { ClaimedJob, LeaseView } from '../protocol/wire.js';
+import type { LogStream, Outputs, UpstreamOutputs } from '../domain/model.js';
 
 /** Throw this (or any error with `retryable === false`) from a handler to fail the job without retries. */
 export class PermanentError extends Error {

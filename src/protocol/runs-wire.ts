@@ -1,0 +1,49 @@
+/** Run history (docs/api.md "Runs"): past runs of a workflow, and re-running one. */
+import { Type, type Static } from 'typebox';
+import { RUN_STATES } from '../domain/model.js';
+import { Id, NO_CONTROL_CHARACTERS, nullable, StateCounts, StringMap, stringEnum } from './schema-parts.js';
+
+/** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
+export const RunSummary = Type.Object({
+  run_number: Type.Integer({ minimum: 1 }),
+  status: stringEnum(RUN_STATES),
+  created_at_ms: Type.Integer(),
+  finished_at_ms: nullable(Type.Integer()),
+  /** Jobs of the run in each state; states no job is in are left out. */
+  job_counts: Type.Unsafe<Static<typeof StateCounts>>({
+    type: 'object',
+    description: 'jobs of the run in each state; states no job is in are left out',
+    additionalProperties: { type: 'integer', minimum: 1 },
+  }),
+  /** As in the status document's `run`. */
+  inputs: Type.Unsafe<Record<string, string>>({ ...StringMap, description: "the run's input values; {} when it has none" }),
+  rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
+});
+export type RunSummary = Static<typeof RunSummary>;
+
+export const RunList = Type.Array(RunSummary);
+
+/** Most runs one page of the history holds; a larger `limit` is capped to it. */
+export const MAX_RUN_PAGE = 1000;
+
+export const RunsQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 0, default: 50 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  },
+  { additionalProperties: false },
+);
+
+export const RunParams = Type.Object({ id: Id, run: Type.Integer({ minimum: 1 }) });
+
+/** The optional body of `POST /api/workflows/{id}/runs/{n}/rerun`: `only` or `from`, not both (checked by the route). */
+export const RerunRequest = Type.Object(
+  {
+    /** `failed` (default): jobs that did not succeed run again; `all`: every job does. */
+    only: Type.Optional(stringEnum(['failed', 'all'] as const)),
+    /** Run this job and everything downstream of it again. */
+    from: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: NO_CONTROL_CHARACTERS })),
+  },
+  { additionalProperties: false },
+);
+export type RerunRequest = Static<typeof RerunRequest>;
