@@ -64,6 +64,18 @@ export interface JobSpec {
   condition?: JobCondition;
   /** Display data existing clients send in the array form, kept and shown as given. */
   presentation?: JobPresentation;
+  /** `strategy:` (README "Matrix, fan-out and artifacts"); absent for a plain job, so its hash is unchanged. */
+  strategy?: JobStrategy;
+}
+
+/** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */
+export interface JobStrategy {
+  /** One per instance, in instance order (GitHub's combination order, then include-added ones). */
+  combos: Array<Record<string, unknown>>;
+  /** An instance failing for good cancels its unfinished siblings. */
+  fail_fast: boolean;
+  /** At most this many instances leased at once; null: no cap. */
+  max_parallel: number | null;
 }
 
 /**

@@ -5,6 +5,7 @@ import { own } from '../domain/keyed.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { UpstreamOutputs, WorkflowDefinition } from '../domain/types.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
+import { expandJobs } from './expand.js';
 
 export interface PlanOptions {
   /** The run's inputs, each given to every job as `WEFT_INPUT_<NAME>`. */
@@ -24,12 +25,13 @@ export interface PlanOptions {
  * decides below it.
  */
 export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
-  const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
+  const { specs } = expandJobs(def, opts.inputs ?? {});
+  const dependents = dependentsOf(specs.map((s) => ({ job_id: s.id, needs: s.needs })));
   const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), value]));
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
-  const conditional = new Set(def.jobs.filter((s) => (s.condition ?? 'success') !== 'success').map((s) => s.id));
-  const jobs = def.jobs.map((spec): NewJob => {
+  const conditional = new Set(specs.filter((s) => (s.condition ?? 'success') !== 'success').map((s) => s.id));
+  const jobs = specs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
     if (!labelSets.has(key)) labelSets.set(key, { key, labels });
@@ -70,6 +72,10 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       upstream_outputs: upstream,
       worker_id: was?.worker_id ?? null,
       lease_id: null,
+      group_id: spec.group_id,
+      matrix: spec.matrix,
+      max_parallel: spec.max_parallel,
+      fail_fast: spec.fail_fast,
     };
   });
   decideReady(jobs, nowMs);
@@ -108,13 +114,15 @@ export type RerunScope = { only: 'failed' | 'all' } | { from: string };
 export function keptJobs(def: WorkflowDefinition, previous: readonly JobRecord[], scope: RerunScope): Map<string, JobRecord> {
   const kept = new Map<string, JobRecord>();
   if ('only' in scope && scope.only === 'all') return kept;
+  const { specs, groups } = expandJobs(def, {});
   const succeeded = new Map(previous.filter((j) => j.status === 'success').map((j) => [j.job_id, j]));
   const rerun = new Set<string>();
-  if ('from' in scope) rerun.add(scope.from);
+  // `from` a matrix job runs every one of its instances again.
+  if ('from' in scope) for (const id of groups.get(scope.from) ?? [scope.from]) rerun.add(id);
   // Definition order is not topological; go round until nothing changes (a DAG settles in depth passes).
   for (let changed = true; changed; ) {
     changed = false;
-    for (const spec of def.jobs) {
+    for (const spec of specs) {
       if (kept.has(spec.id) || rerun.has(spec.id)) continue;
       const was = succeeded.get(spec.id);
       if (was === undefined || spec.needs.some((n) => rerun.has(n))) {

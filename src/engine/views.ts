@@ -1,5 +1,6 @@
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
+import { needResultOf, needsByGroup, resolveNeedsInEnv } from './needs-values.js';
 import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/types.js';
 import { compatJobStatus } from '../protocol/states.js';
@@ -174,6 +175,7 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     worker_id: j.worker_id,
     condition: `${j.condition}()`,
     needs_results: j.needs_results,
+    ...(j.group_id !== null ? { group: j.group_id, matrix: j.matrix ?? {} } : {}),
   };
 }
 
@@ -210,6 +212,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       worker_id: null,
       condition: `${spec.condition ?? 'success'}()`,
       needs_results: {},
+      ...(spec.strategy ? { group: spec.id, instances: null } : {}),
     };
   });
 }
@@ -287,7 +290,7 @@ function claimedJob(job: JobRecord): ClaimedJob {
     delayed_until_ms: job.delayed_until_ms,
     run_number: job.run_number,
     name: job.name,
-    env: job.needs.length === 0 ? job.env : { ...job.env, ...needsResultsEnv(job) },
+    env: job.needs.length === 0 ? job.env : { ...resolveNeedsInEnv(job), ...needsResultsEnv(job) },
     timeout_secs: job.timeout_secs,
   };
 }
@@ -298,7 +301,11 @@ function claimedJob(job: JobRecord): ClaimedJob {
  * not list in needs_results succeeded.
  */
 function needsResultsEnv(job: JobRecord): Record<string, string> {
-  return keyed(job.needs.map((need) => [needsResultEnvName(need), own(job.needs_results, need) ?? 'success']));
+  const each = job.needs.map((need): [string, string] => [needsResultEnvName(need), own(job.needs_results, need) ?? 'success']);
+  // A matrix need also has one result for the whole group, as GitHub's needs.<job>.result.
+  const groups = [...needsByGroup(job.needs)].filter(([g, ids]) => ids.length > 1 || ids[0] !== g);
+  const whole = groups.map(([g]): [string, string] => [needsResultEnvName(g), needResultOf(job, g)]);
+  return keyed([...each, ...whole]);
 }
 
 export function leaseView(l: LeaseRecord): LeaseView {

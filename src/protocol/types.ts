@@ -189,6 +189,15 @@ export interface JobView {
   condition: string;
   /** Needs that ended other than `success`, with how (`failure`, `skipped`, `cancelled`), once they ended. */
   needs_results: Record<string, string>;
+  /**
+   * Matrix jobs only (README "Matrix, fan-out and artifacts"); absent on a plain job. `group`: the
+   * definition job an instance belongs to (on a not yet expanded group: its own id).
+   */
+  group?: string;
+  /** An instance's matrix values. */
+  matrix?: Record<string, unknown>;
+  /** On a group shown before it is expanded (a workflow that never ran): null. */
+  instances?: number | null;
 }
 
 export interface RunView {

@@ -24,6 +24,10 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     failed_upstream: j.failed_upstream ? 1 : 0,
     run_cancelled: j.run_cancelled ? 1 : 0,
     conditional_dependents: j.conditional_dependents ? 1 : 0,
+    group_id: j.group_id ?? null,
+    matrix: j.matrix == null ? null : JSON.stringify(j.matrix),
+    max_parallel: j.max_parallel ?? null,
+    fail_fast: j.fail_fast ? 1 : 0,
   };
 }
 
@@ -152,6 +156,10 @@ export function toJob(r: Row): JobRecord {
     upstream_outputs: JSON.parse(r.upstream_outputs as string),
     worker_id: (r.worker_id as string | null) ?? null,
     lease_id: (r.lease_id as string | null) ?? null,
+    group_id: (r.group_id as string | null | undefined) ?? null,
+    matrix: typeof r.matrix === 'string' ? (JSON.parse(r.matrix) as Record<string, unknown>) : null,
+    max_parallel: (r.max_parallel as number | null | undefined) ?? null,
+    fail_fast: Boolean(r.fail_fast),
   };
 }
 

@@ -46,7 +46,7 @@ const LEASE_WITH_JOB = `SELECT to_json(l.*) AS lease, to_json(j.*) AS job
 const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
   CROSS JOIN LATERAL (
     SELECT j.row_id, j.ready_at_ms FROM jobs j
-    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint
+    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
     ORDER BY j.ready_at_ms, j.row_id
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -60,7 +60,8 @@ const insertJobs = (from: string, param: string) => `
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
-        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
+        group_id, matrix, max_parallel, fail_fast)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -68,7 +69,8 @@ const insertJobs = (from: string, param: string) => `
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
         e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
         e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
-        (e.j->>'conditional_dependents')::smallint
+        (e.j->>'conditional_dependents')::smallint,
+        e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0)
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
@@ -294,7 +296,7 @@ export const QUERIES = {
    * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
    */
   runTally: `SELECT count(*) FILTER (WHERE status = 'failed')::int AS failed,
-      count(*) FILTER (WHERE status = 'cancelled' OR run_cancelled = 1)::int AS cancelled
+      count(*) FILTER (WHERE (status = 'cancelled' AND fast_cancelled = 0) OR run_cancelled = 1)::int AS cancelled
     FROM jobs WHERE workflow_id = $1 AND run_number = $2::int`,
   /**
    * Running runs with no job left in motion: what a crash between a job's last transaction and its
@@ -338,6 +340,64 @@ export const QUERIES = {
     )
     SELECT * FROM taken ORDER BY n`,
 
+  /**
+   * Matrix groups with a max_parallel that have a claimable instance for these label keys (README
+   * "Matrix, fan-out and artifacts"), through the partial index jobs_claim_capped, which holds only
+   * such instances: empty, and so free, when no run has one. $1 label keys (text[]), $2 now, $3 limit.
+   */
+  cappedGroups: `SELECT DISTINCT j.workflow_id, j.run_number, j.group_id, j.max_parallel FROM jobs j
+    WHERE j.status = 'queued' AND j.max_parallel IS NOT NULL AND j.label_key = ANY($1::text[]) AND j.ready_at_ms <= $2::bigint
+    LIMIT $3::int`,
+  /**
+   * Serialises the claims of one capped group until COMMIT, so that the count each takes next (a new
+   * statement, a new snapshot) includes every instance an earlier claim took. $1 workflow, $2 run, $3 group.
+   */
+  lockGroup: `SELECT pg_advisory_xact_lock(hashtext('weft.group/' || $1 || '/' || $2::text || '/' || $3))`,
+  /** $1 workflow, $2 run, $3 group. */
+  groupRunning: `SELECT count(*)::int AS n FROM jobs
+    WHERE workflow_id = $1 AND run_number = $2::int AND group_id = $3 AND status = 'running' AND group_id IS NOT NULL`,
+  /**
+   * As claim, for the instances of one capped group, at most $6 of them (its room under max_parallel).
+   * $1 workflow, $2 run, $3 group, $4 label keys, $5 now, $6 limit, $7 lease ids, $8 worker id, $9 ttl,
+   * $10 lease expiry, $11 token name.
+   */
+  claimCapped: `WITH cand AS MATERIALIZED (
+      SELECT j.row_id, j.ready_at_ms FROM jobs j
+      WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.group_id = $3 AND j.status = 'queued'
+        AND j.label_key = ANY($4::text[]) AND j.ready_at_ms <= $5::bigint
+      ORDER BY j.ready_at_ms, j.row_id LIMIT $6::int
+      FOR UPDATE SKIP LOCKED
+    ), pick AS (
+      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
+    ), taken AS (
+      UPDATE jobs j SET status = 'running', started_at_ms = $5::bigint, finished_at_ms = NULL,
+        deadline_ms = CASE WHEN j.timeout_secs IS NULL THEN NULL ELSE $5::bigint + j.timeout_secs::bigint * 1000 END,
+        worker_id = $8, lease_id = ($7::text[])[p.n]
+      FROM pick p WHERE j.row_id = p.row_id
+      RETURNING j.*, p.n
+    ), granted AS (
+      INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+        granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
+      SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, $8, $9::int,
+        $5::bigint, $5::bigint, $10::bigint, 'active', $11::text
+      FROM taken t
+    )
+    SELECT * FROM taken ORDER BY n`,
+  /**
+   * fail_fast: locks the unfinished siblings of a failed instance, in row order.
+   * $1 workflow, $2 run, $3 group, $4 the failed one's row id.
+   */
+  lockSiblings: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND group_id = $3 AND row_id <> $4::bigint
+    AND status IN ('pending', 'queued', 'running') ORDER BY row_id FOR UPDATE`,
+  /**
+   * fail_fast: voids the siblings' leases and cancels them, marked fast_cancelled (they do not make the
+   * run cancelled). $1 lease ids (text[]), $2 row ids (bigint[]), $3 now, $4 error.
+   */
+  fastCancel: `WITH voided AS (
+      UPDATE leases SET state = 'cancelled' WHERE lease_id = ANY($1::text[]) AND state = 'active'
+    )
+    UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL, fast_cancelled = 1, error = $4
+    WHERE row_id = ANY($2::bigint[])`,
   /**
    * Hands claims back unused: each still-active lease becomes `released` and its job, if running under
    * it, returns to the queue with the same attempt and ready_at_ms (its place). Leases are locked in

@@ -77,8 +77,26 @@ export async function applyFailure(
     job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
   const failed = toJob(row!);
-  const changed = await propagateEnd(q, [endedJob(failed)], below, nowMs);
-  return { job: failed, changes: [change(job), ...changed.map(change)] };
+  const siblings = await failFast(q, failed, nowMs);
+  const ended = [endedJob(failed), ...siblings.map((s) => endedJob({ ...s, status: 'cancelled' }))];
+  const changed = await propagateEnd(q, ended, below, nowMs);
+  return { job: failed, changes: [change(job), ...siblings.map(change), ...changed.map(change)] };
+}
+
+/**
+ * fail_fast (README "Matrix, fan-out and artifacts"): an instance failed for good cancels its
+ * unfinished siblings, voiding the leases of running ones as a run cancel does. Answers them. Their
+ * rows are locked after the failed one's (row order); a sibling failing at the same moment may wait
+ * the other way round, which PostgreSQL breaks as a deadlock and the transaction retries.
+ */
+async function failFast(q: Exec, failed: JobRecord, nowMs: number): Promise<JobRecord[]> {
+  if (!failed.fail_fast || failed.group_id === null) return [];
+  const siblings = (await q(QUERIES.lockSiblings, [failed.workflow_id, failed.run_number, failed.group_id, failed.row_id])).map(toJob);
+  if (siblings.length === 0) return [];
+  const leases = siblings.filter((s) => s.status === 'running' && s.lease_id !== null).map((s) => s.lease_id!);
+  const reason = `cancelled by fail_fast: instance "${failed.job_id}" failed`;
+  await q(QUERIES.fastCancel, [leases, siblings.map((s) => s.row_id), nowMs, reason]);
+  return siblings;
 }
 
 /**

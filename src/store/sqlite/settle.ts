@@ -80,9 +80,28 @@ export function applyFailure(
     );
   }
   const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
-  const { skipped } = propagateEnd(c, job, [endedJob(failed)], nowMs, changes);
-  finishJobs(c, job, { finished: 1 + skipped, failed: 1, cancelled: 0 }, nowMs);
+  const siblings = failFast(c, failed, nowMs, changes);
+  const ended = [endedJob(failed), ...siblings.map((s) => endedJob({ ...s, status: 'cancelled' }))];
+  const { skipped } = propagateEnd(c, job, ended, nowMs, changes);
+  // Siblings fail_fast cancelled count as finished, not cancelled: the run ends `failed`, as on GitHub.
+  finishJobs(c, job, { finished: 1 + siblings.length + skipped, failed: 1, cancelled: 0 }, nowMs);
   return failed;
+}
+
+/**
+ * fail_fast (README "Matrix, fan-out and artifacts"): an instance failed for good cancels its
+ * unfinished siblings, voiding the leases of running ones as a run cancel does. Answers them.
+ */
+export function failFast(c: Conn, failed: JobRecord, nowMs: number, changes: JobChange[]): JobRecord[] {
+  if (!failed.fail_fast || failed.group_id === null) return [];
+  const siblings = (c.q('unfinishedSiblings').all(failed.workflow_id, failed.run_number, failed.group_id, failed.row_id) as Row[]).map(toJob);
+  const reason = `cancelled by fail_fast: instance "${failed.job_id}" failed`;
+  for (const s of siblings) {
+    if (s.status === 'running' && s.lease_id !== null) c.q('closeLease').run('cancelled', s.lease_id);
+    c.q('fastCancelJob').run(nowMs, reason, s.row_id);
+    changes.push(change(s));
+  }
+  return siblings;
 }
 
 /**
