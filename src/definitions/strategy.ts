@@ -32,7 +32,7 @@ export function readStrategy(value: unknown, at: At): JobStrategy | undefined {
   }
   const combos = readMatrix(value.matrix, child(at, 'matrix'));
   if (combos === undefined) return undefined;
-  return { combos, fail_fast: failFast, max_parallel: maxParallel };
+  return { matrix: value.matrix as Record<string, unknown>, combos, fail_fast: failFast, max_parallel: maxParallel };
 }
 
 function readMatrix(value: unknown, at: At): Combo[] | undefined {

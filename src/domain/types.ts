@@ -70,6 +70,8 @@ export interface JobSpec {
 
 /** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */
 export interface JobStrategy {
+  /** `strategy.matrix` as written (keys, include, exclude), for writing the definition back. */
+  matrix: Record<string, unknown>;
   /** One per instance, in instance order (GitHub's combination order, then include-added ones). */
   combos: Array<Record<string, unknown>>;
   /** An instance failing for good cancels its unfinished siblings. */

@@ -75,6 +75,9 @@ const jobView = {
     worker_id: strOrNull,
     condition: { type: 'string', enum: ['success()', 'failure()', 'always()', 'cancelled()'], description: 'the job\'s `if:`' },
     needs_results: { ...stringMap, description: 'needs that ended other than success: failure, skipped or cancelled' },
+    group: { ...str, description: 'matrix jobs only: the definition job this instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id' },
+    matrix: { type: 'object', description: "a matrix instance's values" },
+    instances: { ...intOrNull, description: 'on a group not yet expanded (a workflow that never ran): null' },
   },
 } as const;
 

@@ -30,7 +30,7 @@ async function startPlanned(store: Store, d: WorkflowDefinition, now: number): P
 export function matrixCases(withStore: Case): void {
   withStore('a matrix job becomes one row per instance; a need on it waits for all and receives each instance\'s outputs', async (store) => {
     await startPlanned(store, def('m', [
-      spec('test', { strategy: { combos: [{ os: 'a', v: 1 }, { os: 'b', v: 1 }], fail_fast: true, max_parallel: null } }),
+      spec('test', { strategy: { matrix: {}, combos: [{ os: 'a', v: 1 }, { os: 'b', v: 1 }], fail_fast: true, max_parallel: null } }),
       spec('after', { needs: ['test'] }),
     ]), 1000);
     const t0 = await job(store, 'm', 'test~0');
@@ -49,7 +49,7 @@ export function matrixCases(withStore: Case): void {
 
   withStore('fail_fast: an instance failing for good cancels its queued and running siblings; the run ends failed, always() below still runs', async (store) => {
     await startPlanned(store, def('ff', [
-      spec('test', { strategy: { combos: combos(3), fail_fast: true, max_parallel: null } }),
+      spec('test', { strategy: { matrix: {}, combos: combos(3), fail_fast: true, max_parallel: null } }),
       spec('after', { needs: ['test'] }),
       spec('report', { needs: ['test'], condition: 'always' }),
     ]), 1000);
@@ -74,7 +74,7 @@ export function matrixCases(withStore: Case): void {
   });
 
   withStore('fail_fast: false leaves the siblings running', async (store) => {
-    await startPlanned(store, def('nf', [spec('test', { strategy: { combos: combos(2), fail_fast: false, max_parallel: null } })]), 1000);
+    await startPlanned(store, def('nf', [spec('test', { strategy: { matrix: {}, combos: combos(2), fail_fast: false, max_parallel: null } })]), 1000);
     const [first, second] = await claim(store, 1000, { max: 2 });
     await store.fail(first!.lease.lease_id, 'boom', false, 2000);
     assert.equal((await job(store, 'nf', 'test~1')).status, 'running');
@@ -84,7 +84,7 @@ export function matrixCases(withStore: Case): void {
 
   withStore('max_parallel: a claim takes no more instances of a group than its room, other jobs still flow', async (store) => {
     await startPlanned(store, def('mp', [
-      spec('test', { strategy: { combos: combos(5), fail_fast: true, max_parallel: 2 } }),
+      spec('test', { strategy: { matrix: {}, combos: combos(5), fail_fast: true, max_parallel: 2 } }),
       spec('other'),
     ]), 1000);
     const got = await claim(store, 1000, { max: 10 });
@@ -101,7 +101,7 @@ export function matrixRaceCases(withStore: Case): void {
     const others = await Promise.all(Array.from({ length: 4 }, () => h.another()));
     try {
       const cap = 3;
-      await startPlanned(store, def('race', [spec('test', { strategy: { combos: combos(40), fail_fast: false, max_parallel: cap } })]), 1000);
+      await startPlanned(store, def('race', [spec('test', { strategy: { matrix: {}, combos: combos(40), fail_fast: false, max_parallel: cap } })]), 1000);
       let done = 0;
       for (let round = 0; done < 40; round++) {
         assert.ok(round < 200, 'the instances keep flowing');

@@ -92,3 +92,28 @@ test('the array form is written back in the contract form, without its display f
     [undefined, undefined],
   );
 });
+
+test('a matrix job and ${{ }} values survive being written back', () => {
+  const def = parseWorkflowText(
+    [
+      'id: mx',
+      'inputs: { tier: { default: gold } }',
+      'jobs:',
+      '  test:',
+      '    name: "T ${{ matrix.os }}"',
+      '    strategy:',
+      '      matrix: { os: [a, b], n: [1, 2], exclude: [{ os: b, n: 1 }], include: [{ os: a, extra: x }] }',
+      '      fail_fast: false',
+      '      max_parallel: 2',
+      '    labels: ["${{ matrix.os }}", "tier-${{ inputs.tier }}"]',
+      '    run: echo ${{ matrix.n }}',
+      '  after:',
+      '    needs: test',
+      '    env: { ALL: "${{ needs.test.outputs.v }}" }',
+      '    run: echo "$ALL"',
+    ].join('\n'),
+    { source: 'mx.yml', format: 'yaml', id: 'mx' },
+  );
+  assert.equal(def.jobs[0]!.strategy!.combos.length, 3);
+  roundTrip(def);
+});
