@@ -13,7 +13,7 @@ type Kind = ExprRef['kind'];
 /** What every field of a job may reference. */
 const ALLOWED: Record<'name' | 'labels' | 'env' | 'run', ReadonlySet<Kind>> = {
   name: new Set(['matrix', 'inputs', 'item']),
-  labels: new Set(['matrix', 'inputs', 'item']),
+  labels: new Set(['matrix', 'inputs']),
   env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item']),
   run: new Set(['matrix']),
 };
@@ -40,7 +40,7 @@ export interface ExpressionScope {
 
 /** Reports every expression of `job` that its field does not allow or that names nothing. */
 export function checkJobExpressions(job: JobSpec, commandField: string, scope: ExpressionScope, issues: Issues): void {
-  const matrixKeys = job.strategy ? new Set(job.strategy.combos.flatMap((c) => Object.keys(c))) : null;
+  const matrixKeys = job.strategy && !job.for_each ? new Set(job.strategy.combos.flatMap((c) => Object.keys(c))) : null;
   const check = (text: string, field: string, where: keyof typeof ALLOWED) => {
     if (!hasExpression(text)) return;
     const parsed = parseTemplate(text);
@@ -70,7 +70,7 @@ function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
   if (where === 'run') {
     return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
   }
-  return `'\${{ ${text} }}' cannot be used in ${where}: needs values are known only when the job is leased, so they may appear in env values only`;
+  return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
 }
 
 function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string> | null, scope: ExpressionScope): string | null {
@@ -84,7 +84,7 @@ function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string>
     case 'needs_result':
       return job.needs.includes(ref.job) ? null : `'needs.${ref.job}' is not a need of this job (needs: ${job.needs.join(', ') || 'none'})`;
     case 'item':
-      return `'${refText(ref)}' is used but the job has no for_each`;
+      return job.for_each ? null : `'${refText(ref)}' is used but the job has no for_each`;
   }
 }
 

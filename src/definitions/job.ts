@@ -8,7 +8,7 @@ import type { JobPresentation, JobSpec } from '../domain/types.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
-import { readStrategy } from './strategy.js';
+import { readForEach, readStrategy } from './strategy.js';
 import { hasExpression } from '../domain/expressions.js';
 import {
   type At,
@@ -53,7 +53,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -75,6 +75,8 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     condition: 'if',
     when: 'if',
     matrix: 'strategy',
+    'for-each': 'for_each',
+    foreach: 'for_each',
   },
   presentation: false,
 };
@@ -144,7 +146,9 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   if (condition !== 'success') spec.condition = condition;
   const presentation = keys.presentation ? readPresentation(raw, at) : undefined;
   if (presentation) spec.presentation = presentation;
-  const strategy = keys.steps !== null ? readStrategy(raw.strategy, at('strategy')) : undefined;
+  const forEach = keys.steps !== null && !isAbsent(raw.for_each) ? readForEach(raw.for_each, needs, at('for_each')) : undefined;
+  if (forEach) spec.for_each = forEach;
+  const strategy = keys.steps !== null ? readStrategy(raw.strategy, at('strategy'), !isAbsent(raw.for_each)) : undefined;
   if (strategy) spec.strategy = strategy;
   return spec;
 }

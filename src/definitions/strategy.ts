@@ -10,8 +10,9 @@ import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObjec
 const STRATEGY_KEYS = ['matrix', 'fail_fast', 'max_parallel'] as const;
 const MATRIX_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
-export function readStrategy(value: unknown, at: At): JobStrategy | undefined {
-  if (isAbsent(value)) return undefined;
+/** `forEach`: the job has `for_each`, whose strategy takes fail_fast and max_parallel without a matrix. */
+export function readStrategy(value: unknown, at: At, forEach = false): JobStrategy | undefined {
+  if (isAbsent(value)) return forEach ? { matrix: {}, combos: [], fail_fast: true, max_parallel: null } : undefined;
   if (!isPlainObject(value)) {
     at.issues.add(at.job, at.field, `must be a mapping { matrix, fail_fast?, max_parallel? }, got ${describe(value)}`);
     return undefined;
@@ -26,6 +27,10 @@ export function readStrategy(value: unknown, at: At): JobStrategy | undefined {
     else at.issues.add(at.job, child(at, 'fail_fast').field, `must be true or false, got ${describe(value.fail_fast)}`);
   }
   const maxParallel = isAbsent(value.max_parallel) ? null : readInt(value.max_parallel, child(at, 'max_parallel'), 1) ?? null;
+  if (forEach) {
+    if (!isAbsent(value.matrix)) at.issues.add(at.job, child(at, 'matrix').field, 'a job cannot have both for_each and a matrix: use one of them');
+    return { matrix: {}, combos: [], fail_fast: failFast, max_parallel: maxParallel };
+  }
   if (isAbsent(value.matrix)) {
     at.issues.add(at.job, child(at, 'matrix').field, 'is required: a mapping of key to list of values (with optional include and exclude)');
     return undefined;
@@ -106,4 +111,20 @@ function readEntries(value: unknown, at: At): Combo[] | undefined {
     }
   });
   return ok ? (value as Combo[]) : undefined;
+}
+
+const FOR_EACH = /^\s*\$\{\{\s*needs\.([A-Za-z0-9_-]+)\.outputs\.([A-Za-z_][A-Za-z0-9_-]*)\s*\}\}\s*$/;
+
+/** `for_each: ${{ needs.<job>.outputs.<key> }}`, where the job is one of `needs`. */
+export function readForEach(value: unknown, needs: readonly string[], at: At): { job: string; key: string } | undefined {
+  const m = typeof value === 'string' ? FOR_EACH.exec(value) : null;
+  if (!m) {
+    at.issues.add(at.job, at.field, `must be '\${{ needs.<job>.outputs.<key> }}' (an output of a need holding a JSON array), got ${describe(value)}`);
+    return undefined;
+  }
+  if (!needs.includes(m[1]!)) {
+    at.issues.add(at.job, at.field, `'needs.${m[1]}' is not a need of this job (needs: ${needs.join(', ') || 'none'})`);
+    return undefined;
+  }
+  return { job: m[1]!, key: m[2]! };
 }

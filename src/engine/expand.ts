@@ -12,11 +12,13 @@ import type { JobSpec, WorkflowDefinition } from '../domain/types.js';
 import { WeftError } from '../protocol/errors.js';
 
 /** A job of a run before it has a row: a definition job, or one instance of a matrix. */
-export interface PlannedSpec extends JobSpec {
+export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
   group_id: string | null;
   matrix: Combo | null;
   max_parallel: number | null;
   fail_fast: boolean;
+  /** A for_each job, one row until its need completes (store/fan-out.ts). */
+  for_each: { job: string; key: string } | null;
 }
 
 /** Instance ids of each group, in index order. */
@@ -25,12 +27,26 @@ export type Groups = ReadonlyMap<string, readonly string[]>;
 export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<string, string>>): { specs: PlannedSpec[]; groups: Groups } {
   const groups = new Map<string, string[]>();
   for (const spec of def.jobs) {
-    if (spec.strategy) groups.set(spec.id, spec.strategy.combos.map((_, i) => instanceId(spec.id, i)));
+    if (spec.strategy && !spec.for_each) groups.set(spec.id, spec.strategy.combos.map((_, i) => instanceId(spec.id, i)));
   }
   const needsOf = (spec: JobSpec) => spec.needs.flatMap((n) => groups.get(n) ?? [n]);
   const specs: PlannedSpec[] = [];
   for (const spec of def.jobs) {
     const needs = needsOf(spec);
+    if (spec.for_each) {
+      // Its instances are made when its need completes; until then it is one row, its group's own.
+      const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
+      specs.push({
+        ...plain(spec, resolve, def.id),
+        needs,
+        group_id: spec.id,
+        matrix: null,
+        max_parallel: spec.strategy?.max_parallel ?? null,
+        fail_fast: spec.strategy?.fail_fast ?? true,
+        for_each: spec.for_each,
+      });
+      continue;
+    }
     if (!spec.strategy) {
       const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
       specs.push({
@@ -40,6 +56,7 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
         matrix: null,
         max_parallel: null,
         fail_fast: false,
+        for_each: null,
       });
       continue;
     }
@@ -59,6 +76,7 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
         matrix: combo,
         max_parallel,
         fail_fast,
+        for_each: null,
       });
     });
   }
@@ -67,7 +85,7 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
 
 /** `spec` with its name, labels, env and command substituted by `resolve`. */
 function plain(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: string): JobSpec {
-  const { strategy: _strategy, ...rest } = spec;
+  const { strategy: _strategy, for_each: _forEach, ...rest } = spec;
   const labels = spec.labels.map((l) => {
     if (!hasExpression(l)) return l;
     const text = substitute(l, resolve);

@@ -175,8 +175,20 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     worker_id: j.worker_id,
     condition: `${j.condition}()`,
     needs_results: j.needs_results,
-    ...(j.group_id !== null ? { group: j.group_id, matrix: j.matrix ?? {} } : {}),
+    ...groupFields(j),
   };
+}
+
+/**
+ * README "Matrix, fan-out and artifacts": a matrix instance has `group` and `matrix`, a fan-out
+ * instance `group`, `item` and `item_index`; a fan-out not yet expanded `group` (its own id) and
+ * `instances: null`, one that had no items `instances: 0`. A plain job has none of them.
+ */
+function groupFields(j: JobRecord): Pick<JobView, 'group' | 'matrix' | 'item' | 'item_index' | 'instances'> {
+  if (j.group_id === null) return {};
+  if (j.for_each !== null) return { group: j.group_id, instances: j.status === 'success' ? 0 : null };
+  if (j.item_index !== null) return { group: j.group_id, item: j.item, item_index: j.item_index };
+  return { group: j.group_id, matrix: j.matrix ?? {} };
 }
 
 /** A workflow that never ran shows its definition's jobs, all pending. */
@@ -212,7 +224,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       worker_id: null,
       condition: `${spec.condition ?? 'success'}()`,
       needs_results: {},
-      ...(spec.strategy ? { group: spec.id, instances: null } : {}),
+      ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
     };
   });
 }

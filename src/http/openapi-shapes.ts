@@ -77,7 +77,9 @@ const jobView = {
     needs_results: { ...stringMap, description: 'needs that ended other than success: failure, skipped or cancelled' },
     group: { ...str, description: 'matrix jobs only: the definition job this instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id' },
     matrix: { type: 'object', description: "a matrix instance's values" },
-    instances: { ...intOrNull, description: 'on a group not yet expanded (a workflow that never ran): null' },
+    item: { description: "a fan-out instance's item: a string or an object" },
+    item_index: { ...int, description: "a fan-out instance's index in its list" },
+    instances: { ...intOrNull, description: 'on a group not yet expanded: null; on a fan-out with no items: 0' },
   },
 } as const;
 

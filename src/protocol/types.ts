@@ -196,7 +196,10 @@ export interface JobView {
   group?: string;
   /** An instance's matrix values. */
   matrix?: Record<string, unknown>;
-  /** On a group shown before it is expanded (a workflow that never ran): null. */
+  /** A fan-out instance's item (a string or an object) and its index in the list. */
+  item?: unknown;
+  item_index?: number;
+  /** On a group not yet expanded: null; on a fan-out that had no items: 0. */
   instances?: number | null;
 }
 

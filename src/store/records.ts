@@ -109,6 +109,15 @@ export interface JobRecord {
   max_parallel: number | null;
   /** An instance failing for good cancels its unfinished siblings. */
   fail_fast: boolean;
+  /**
+   * A `for_each` job not yet expanded: the need and output its items come from. Null on every other
+   * job, instances included.
+   */
+  for_each: { job: string; key: string } | null;
+  /** A fan-out instance's item (a string or an object); null otherwise. */
+  item: unknown;
+  /** A fan-out instance's index in its list; null otherwise. */
+  item_index: number | null;
 }
 
 /** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */

@@ -28,6 +28,9 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     matrix: j.matrix == null ? null : JSON.stringify(j.matrix),
     max_parallel: j.max_parallel ?? null,
     fail_fast: j.fail_fast ? 1 : 0,
+    for_each: j.for_each == null ? null : JSON.stringify(j.for_each),
+    item: j.item === null || j.item === undefined ? null : JSON.stringify(j.item),
+    item_index: j.item_index ?? null,
   };
 }
 
@@ -160,6 +163,9 @@ export function toJob(r: Row): JobRecord {
     matrix: typeof r.matrix === 'string' ? (JSON.parse(r.matrix) as Record<string, unknown>) : null,
     max_parallel: (r.max_parallel as number | null | undefined) ?? null,
     fail_fast: Boolean(r.fail_fast),
+    for_each: typeof r.for_each === 'string' ? (JSON.parse(r.for_each) as { job: string; key: string }) : null,
+    item: typeof r.item === 'string' ? (JSON.parse(r.item) as unknown) : null,
+    item_index: (r.item_index as number | null | undefined) ?? null,
   };
 }
 

@@ -84,6 +84,9 @@ export function buildJobs(wf: string, now: number, specs: Record<string, Spec>):
       matrix: null,
       max_parallel: null,
       fail_fast: false,
+      for_each: null,
+      item: null,
+      item_index: null,
     };
   });
 }

@@ -38,6 +38,9 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     matrix: _m,
     max_parallel: _mp,
     fail_fast: _ff,
+    for_each: _fe,
+    item: _it,
+    item_index: _ii,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

@@ -252,7 +252,7 @@ ALTER TABLE jobs
   },
   {
     version: 12,
-    name: 'matrix instances: group, values, fail_fast and max_parallel',
+    name: 'matrix and fan-out instances: group, values, item, fail_fast and max_parallel',
     // README "Matrix, fan-out and artifacts". A plain job keeps NULL / 0 in each. fast_cancelled marks
     // an instance a sibling's failure cancelled (fail_fast): it does not make its run cancelled.
     // jobs_group_running lets a claim count a group's running instances (max_parallel) by an index read;
@@ -261,6 +261,9 @@ ALTER TABLE jobs
 ALTER TABLE jobs ADD COLUMN group_id TEXT;
 ALTER TABLE jobs ADD COLUMN matrix TEXT;
 ALTER TABLE jobs ADD COLUMN max_parallel INTEGER;
+ALTER TABLE jobs ADD COLUMN for_each TEXT;
+ALTER TABLE jobs ADD COLUMN item TEXT;
+ALTER TABLE jobs ADD COLUMN item_index INTEGER;
 ALTER TABLE jobs ADD COLUMN fail_fast SMALLINT NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN fast_cancelled SMALLINT NOT NULL DEFAULT 0;
 CREATE INDEX jobs_group_running ON jobs(workflow_id, run_number, group_id) WHERE status = 'running' AND group_id IS NOT NULL;

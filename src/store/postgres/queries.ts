@@ -61,7 +61,7 @@ const insertJobs = (from: string, param: string) => `
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
         condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
-        group_id, matrix, max_parallel, fail_fast)
+        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -70,7 +70,8 @@ const insertJobs = (from: string, param: string) => `
         e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
         e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
         (e.j->>'conditional_dependents')::smallint,
-        e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0)
+        e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0),
+        e.j->>'for_each', e.j->>'item', (e.j->>'item_index')::int
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
@@ -383,6 +384,20 @@ export const QUERIES = {
       FROM taken t
     )
     SELECT * FROM taken ORDER BY n`,
+  /**
+   * A fan-out's instances (README "Matrix, fan-out and artifacts"), inserted in the transaction that
+   * made it ready. $1 workflow id, $2 run number, $3 jobs (JSON array of jobRow objects).
+   */
+  insertInstances: `${insertJobs('', '$3')} RETURNING *`,
+  /** Jobs below an expanded fan-out, locked already: their needs name the instances. $1 JSON array of {row_id, needs, pending_needs}. */
+  rewireJobs: `UPDATE jobs d SET needs = u.needs, pending_needs = u.pending_needs
+    FROM json_to_recordset($1::json) AS u(row_id bigint, needs text, pending_needs int) WHERE d.row_id = u.row_id`,
+  /** A fan-out replaced by its instances. $1 row id. */
+  deleteJob: `DELETE FROM jobs WHERE row_id = $1::bigint`,
+  /** A fan-out with no items (success) or a bad list (failed). $1 row id, $2 status, $3 error, $4 now. */
+  endFanOut: `UPDATE jobs SET status = $2, error = $3, outputs = CASE WHEN $2 = 'success' THEN '{}' ELSE NULL END,
+      finished_at_ms = $4::bigint, deadline_ms = NULL
+    WHERE row_id = $1::bigint RETURNING *`,
   /**
    * fail_fast: locks the unfinished siblings of a failed instance, in row order.
    * $1 workflow, $2 run, $3 group, $4 the failed one's row id.

@@ -95,12 +95,12 @@ export const QUERIES = {
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
       started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
       condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
-      group_id, matrix, max_parallel, fail_fast)
+      group_id, matrix, max_parallel, fail_fast, for_each, item, item_index)
     VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
       @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
       @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id,
       @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents,
-      @group_id, @matrix, @max_parallel, @fail_fast)`,
+      @group_id, @matrix, @max_parallel, @fail_fast, @for_each, @item, @item_index)`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
   /** ? workflow_id, ? run_number, ? after this row_id, ? limit */
@@ -181,6 +181,14 @@ export const QUERIES = {
     ORDER BY row_id`,
   /** ? now_ms, ? row_id */
   cancelJob: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL WHERE row_id = ?`,
+  /** A job below a fan-out now expanded: its needs name the instances. ? needs (JSON), ? pending_needs, ? row_id */
+  rewireJob: `UPDATE jobs SET needs = ?, pending_needs = ? WHERE row_id = ?`,
+  /** A fan-out replaced by its instances. ? row_id */
+  deleteJob: `DELETE FROM jobs WHERE row_id = ?`,
+  /** A fan-out with no items (success) or a bad list (failed). @status @error @now_ms @row_id */
+  endFanOut: `UPDATE jobs SET status = @status, error = @error, outputs = CASE WHEN @status = 'success' THEN '{}' ELSE NULL END,
+      finished_at_ms = @now_ms, deadline_ms = NULL
+    WHERE row_id = @row_id RETURNING *`,
   /**
    * fail_fast (README "Matrix, fan-out and artifacts"): the unfinished siblings of a failed instance.
    * ? workflow_id, ? run_number, ? group_id, ? row_id of the failed one
