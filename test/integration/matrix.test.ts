@@ -122,3 +122,50 @@ test('fail_fast: one instance failing cancels its running sibling, the run fails
   const spans = mp.jobs.map((j: any) => [j.started_at_ms, j.finished_at_ms]).sort((a: number[], b: number[]) => a[0]! - b[0]!);
   for (let i = 1; i < spans.length; i++) assert.ok(spans[i][0] >= spans[i - 1][1], `instance ${i} started before the one before it finished: ${JSON.stringify(spans)}`);
 });
+
+for (const store of ['sqlite', 'postgres'] as const) {
+  test(`${store}: for_each fans out over a plan's JSON list on real workers; an empty list succeeds with no instances`, async (t) => {
+    const { sb, srv, api } = await setup(t, store);
+    await worker(t, sb, srv.url, 'w1', undefined);
+    await worker(t, sb, srv.url, 'w2', undefined);
+    await api.createWorkflow({
+      id: 'fan',
+      inputs: { list: { default: '["a","b",{"name":"c"}]' } },
+      jobs: {
+        plan: { env: { LIST: '${{ inputs.list }}' }, run: 'echo "::set-output shards=$LIST"' },
+        shard: {
+          needs: 'plan',
+          for_each: '${{ needs.plan.outputs.shards }}',
+          strategy: { max_parallel: 2 },
+          env: { NAME: '${{ item.name }}' },
+          run: 'echo "item=$WEFT_ITEM index=$WEFT_ITEM_INDEX name=$NAME"; echo "::set-output got=$WEFT_ITEM_INDEX"',
+        },
+        join: { needs: 'shard', env: { GOT: '${{ needs.shard.outputs.got }}' }, run: 'echo "got=$GOT"' },
+      },
+    });
+    const idle = await api.status('fan');
+    assert.deepEqual(idle.jobs.find((j: any) => j.id === 'shard').instances, null);
+    await api.run('fan');
+    const doc = await api.settled('fan', 60_000);
+    assert.equal(doc.status, 'success', JSON.stringify(doc.jobs.map((j: any) => [j.id, j.state, j.error])));
+    const instances = doc.jobs.filter((j: any) => j.group === 'shard');
+    assert.deepEqual(instances.map((j: any) => [j.id, j.name, j.item, j.item_index]), [
+      ['shard~0', 'shard (a)', 'a', 0],
+      ['shard~1', 'shard (b)', 'b', 1],
+      ['shard~2', 'shard (2)', { name: 'c' }, 2],
+    ]);
+    assert.deepEqual(doc.jobs.find((j: any) => j.id === 'join').depends_on, ['shard~0', 'shard~1', 'shard~2']);
+    assert.deepEqual(await stdout(api, 'fan', 'shard~2'), ['item={"name":"c"} index=2 name=c', '::set-output got=2']);
+    assert.deepEqual(await stdout(api, 'fan', 'join'), ['got=["0","1","2"]']);
+
+    const r = await api.post('/api/workflows/fan/run', { inputs: { list: '[]' } });
+    assert.equal(r.status, 202, r.text);
+    const empty = await until(async () => {
+      const d = await api.status('fan');
+      return d.run_number === 2 && d.status !== 'running' ? d : null;
+    }, 'the empty fan-out to settle');
+    assert.equal(empty.status, 'success');
+    const shard = empty.jobs.find((j: any) => j.id === 'shard');
+    assert.deepEqual([shard.state, shard.group, shard.instances], ['success', 'shard', 0]);
+  });
+}
