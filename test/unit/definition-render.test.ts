@@ -117,3 +117,15 @@ test('a matrix job and ${{ }} values survive being written back', () => {
   assert.equal(def.jobs[0]!.strategy!.combos.length, 3);
   roundTrip(def);
 });
+
+test('a for_each job survives being written back', () => {
+  const def = parseWorkflowObject({
+    id: 'fan',
+    jobs: {
+      plan: { run: 'x' },
+      shard: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', strategy: { max_parallel: 2 }, env: { I: '${{ item.k }}' }, run: 'x' },
+      plain: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', run: 'x' },
+    },
+  }, { source: 'fan' });
+  roundTrip(def);
+});

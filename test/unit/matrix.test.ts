@@ -150,3 +150,41 @@ describe('a run of a matrix workflow', () => {
     assert.deepEqual([...keptJobs(def, prev.map((j) => ({ ...j, status: 'success' as const })), { from: 'test' }).keys()], []);
   });
 });
+
+describe('for_each in definitions', () => {
+  test('must be an output of one of the job\'s needs; no matrix beside it; item only where it is allowed', () => {
+    const got = issues({
+      jobs: {
+        plan: { run: 'x' },
+        a: { needs: 'plan', for_each: '${{ needs.other.outputs.list }}', run: 'x' },
+        b: { needs: 'plan', for_each: 'plain text', run: 'x' },
+        c: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', strategy: { matrix: { k: [1] } }, run: 'x' },
+        d: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', labels: ['${{ item }}'], run: 'echo ${{ item }}' },
+        e: { run: 'x', env: { I: '${{ item.k }}' } },
+      },
+    });
+    assert.deepEqual(got.map((i) => [i.job, i.field]), [
+      ['a', 'for_each'], ['b', 'for_each'], ['c', 'strategy.matrix'], ['d', 'labels[0]'], ['d', 'run'], ['e', 'env.I'],
+    ]);
+    assert.match(got[0]!.message, /'needs.other' is not a need/);
+    assert.match(got[4]!.message, /Pass it through env/);
+    assert.match(got[5]!.message, /has no for_each/);
+  });
+
+  test('a for_each job is one pending row until its need completes; jobs below it need it by its own id', () => {
+    const def = body({
+      jobs: {
+        plan: { run: 'x' },
+        shard: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', strategy: { max_parallel: 3, fail_fast: false }, run: 'x' },
+        join: { needs: 'shard', run: 'x' },
+      },
+    });
+    const { jobs } = planRun(def, 1000);
+    assert.deepEqual(jobs.map((j) => [j.job_id, j.status, j.group_id, j.for_each, j.max_parallel, j.fail_fast, j.needs]), [
+      ['plan', 'queued', null, null, null, false, []],
+      ['shard', 'pending', 'shard', { job: 'plan', key: 'list' }, 3, false, ['plan']],
+      ['join', 'pending', null, null, null, false, ['shard']],
+    ]);
+    assert.equal(jobs[0]!.conditional_dependents, true, 'the need of a for_each job ends the general way, which expands it');
+  });
+});
