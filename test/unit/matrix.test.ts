@@ -188,3 +188,29 @@ describe('for_each in definitions', () => {
     assert.equal(jobs[0]!.conditional_dependents, true, 'the need of a for_each job ends the general way, which expands it');
   });
 });
+
+test('a re-run keeps the need of a fan-out and expands the fan-out again from its earlier output, at the start', () => {
+  const def = body({
+    jobs: {
+      plan: { run: 'x' },
+      shard: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', run: 'x' },
+      join: { needs: 'shard', run: 'x' },
+    },
+  });
+  const prev = [
+    { job_id: 'plan', status: 'success', outputs: { list: '["a","b"]' } },
+    { job_id: 'shard~0', status: 'success', outputs: {} },
+    { job_id: 'shard~1', status: 'failed', outputs: null },
+    { job_id: 'join', status: 'skipped', outputs: null },
+  ].map((j, i) => ({ ...planRun(def, 1000).jobs[0]!, ...j, row_id: i + 1, run_number: 1 }) as unknown as JobRecord);
+  const kept = keptJobs(def, prev, { only: 'failed' });
+  assert.deepEqual([...kept.keys()], ['plan']);
+  const { jobs } = planRun(def, 2000, { kept });
+  assert.deepEqual(jobs.map((j) => [j.job_id, j.status, j.needs]), [
+    ['plan', 'success', []],
+    ['shard~0', 'queued', ['plan']],
+    ['shard~1', 'queued', ['plan']],
+    ['join', 'pending', ['shard~0', 'shard~1']],
+  ]);
+  assert.equal(jobs[3]!.pending_needs, 2);
+});
