@@ -8,7 +8,8 @@ import type { JobStrategy } from '../domain/types.js';
 import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObject, readInt } from './values.js';
 
 const STRATEGY_KEYS = ['matrix', 'fail_fast', 'max_parallel'] as const;
-const MATRIX_KEY = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+// `__proto__` is refused: merging an include entry assigns its keys, which must never reach a prototype.
+const MATRIX_KEY = /^(?!__proto__$)[A-Za-z_][A-Za-z0-9_-]*$/;
 
 /** `forEach`: the job has `for_each`, whose strategy takes fail_fast and max_parallel without a matrix. */
 export function readStrategy(value: unknown, at: At, forEach = false): JobStrategy | undefined {

@@ -103,6 +103,8 @@ describe('${{ }} values', () => {
     const none = issues({ jobs: { t: { run: 'x', strategy: { matrix: { a: [1] , exclude: [{ a: 1 }] } } } } });
     assert.match(none[0]!.message, /no combination/);
     const label = issues({ jobs: { t: { run: 'x', labels: ['${{ matrix.os }}'], strategy: { matrix: { os: ['ok', 'bad\u0007'] } } } } });
+    const proto = issues(JSON.parse('{"jobs": {"t": {"run": "x", "strategy": {"matrix": {"a": [1], "include": [{"__proto__": {"x": 1}}]}}}}}'));
+    assert.deepEqual([proto[0]!.field, proto[0]!.message], ['strategy.matrix.include[0].__proto__', "invalid matrix key '__proto__'"]);
     assert.deepEqual([label[0]!.job, label[0]!.field], ['t', 'labels[0]']);
   });
 });
