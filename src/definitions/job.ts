@@ -8,6 +8,8 @@ import type { JobPresentation, JobSpec } from '../domain/model.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
+import { readForEach, readStrategy } from './strategy.js';
+import { hasExpression } from '../domain/expressions.js';
 import {
   type At,
   type Plain,
@@ -51,7 +53,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -72,6 +74,9 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     environment: 'env',
     condition: 'if',
     when: 'if',
+    matrix: 'strategy',
+    'for-each': 'for_each',
+    foreach: 'for_each',
   },
   presentation: false,
 };
@@ -119,7 +124,9 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
 
   const name = isAbsent(raw.name) ? id : readString(raw.name, at('name'), { nonEmpty: true }) ?? id;
   const needs = isAbsent(raw[keys.needs]) ? [] : uniqueInOrder(readStringList(raw[keys.needs], at(keys.needs)));
-  const labels = isAbsent(raw[keys.labels]) ? [] : readLabels(raw[keys.labels], at(keys.labels));
+  // Labels holding `${{ … }}` are checked once substituted, per instance or per run (run-plan.ts).
+  const templated = keys.steps !== null;
+  const labels = isAbsent(raw[keys.labels]) ? [] : readLabels(raw[keys.labels], at(keys.labels), templated);
   const retries = isAbsent(raw[keys.retries]) ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
   const timeout = isAbsent(raw.timeout_secs) ? null : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
 
@@ -139,6 +146,10 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   if (condition !== 'success') spec.condition = condition;
   const presentation = keys.presentation ? readPresentation(raw, at) : undefined;
   if (presentation) spec.presentation = presentation;
+  const forEach = keys.steps !== null && !isAbsent(raw.for_each) ? readForEach(raw.for_each, needs, at('for_each')) : undefined;
+  if (forEach) spec.for_each = forEach;
+  const strategy = keys.steps !== null ? readStrategy(raw.strategy, at('strategy'), !isAbsent(raw.for_each)) : undefined;
+  if (strategy) spec.strategy = strategy;
   return spec;
 }
 
@@ -165,7 +176,7 @@ function readCondition(value: unknown, at: At): JobCondition {
 }
 
 /** The same limits as a worker's labels (README "Limits"), so that every job can fit some worker. */
-function readLabels(value: unknown, at: At): string[] {
+function readLabels(value: unknown, at: At, templated = false): string[] {
   const items = Array.isArray(value) ? value : [value];
   if (items.length > MAX_LABELS) {
     at.issues.add(at.job, at.field, `must have at most ${MAX_LABELS} labels, got ${items.length}`);
@@ -176,6 +187,7 @@ function readLabels(value: unknown, at: At): string[] {
   let ok = true;
   items.forEach((item, i) => {
     if (typeof item !== 'string' || item.trim() === '' || item.includes('\u0000')) return;
+    if (templated && hasExpression(item)) return;
     const problem = labelProblem(item);
     if (problem === null) return;
     ok = false;

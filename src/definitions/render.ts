@@ -58,6 +58,14 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   if (backoff !== null) out.backoff = backoff;
   if (Object.keys(job.env).length > 0) out.env = { ...job.env };
   if (job.timeout_secs !== null) out.timeout_secs = job.timeout_secs;
+  if (job.for_each) out.for_each = `\${{ needs.${job.for_each.job}.outputs.${job.for_each.key} }}`;
+  if (job.strategy && (!job.for_each || !job.strategy.fail_fast || job.strategy.max_parallel !== null)) {
+    out.strategy = {
+      ...(job.for_each ? {} : { matrix: job.strategy.matrix }),
+      ...(job.strategy.fail_fast ? {} : { fail_fast: false }),
+      ...(job.strategy.max_parallel !== null ? { max_parallel: job.strategy.max_parallel } : {}),
+    };
+  }
   return out;
 }
 

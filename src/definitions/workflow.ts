@@ -8,6 +8,7 @@ import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
 import { readConcurrency } from './concurrency.js';
 import { readInputs } from './inputs.js';
+import { checkInstanceLabels, checkJobExpressions, type ExpressionScope } from './expressions.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn } from './schedule.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
@@ -47,7 +48,8 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
   const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
-  const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues);
+  const scope = { inputs: new Set(Object.keys(inputs ?? {})) };
+  const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues, scope);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
   // A scheduled run is started with the inputs' defaults only: one it could not start is refused now.
   if (on.schedules.length > 0) {
@@ -105,7 +107,7 @@ interface ReadJobs {
   graph: GraphJob[];
 }
 
-function readJobMap(value: unknown, issues: Issues): ReadJobs {
+function readJobMap(value: unknown, issues: Issues, scope: ExpressionScope): ReadJobs {
   if (isAbsent(value)) {
     issues.add(null, 'jobs', 'is required: a mapping of job id to job');
     return { jobs: [], graph: [] };
@@ -126,6 +128,8 @@ function readJobMap(value: unknown, issues: Issues): ReadJobs {
       continue;
     }
     const job = readJob(raw, id, id, CONTRACT_JOB_KEYS, issues);
+    checkJobExpressions(job, isAbsent(raw.steps) ? 'run' : 'steps', scope, issues);
+    checkInstanceLabels(job, issues);
     jobs.push(job);
     graph.push(job);
   }

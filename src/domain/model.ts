@@ -64,6 +64,22 @@ export interface JobSpec {
   condition?: JobCondition;
   /** Display data existing clients send in the array form, kept and shown as given. */
   presentation?: JobPresentation;
+  /** `strategy:` (README "Matrix, fan-out and artifacts"); absent for a plain job, so its hash is unchanged. */
+  strategy?: JobStrategy;
+  /** `for_each: ${{ needs.<job>.outputs.<key> }}`: one instance per item of that output's JSON array. */
+  for_each?: { job: string; key: string };
+}
+
+/** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */
+export interface JobStrategy {
+  /** `strategy.matrix` as written (keys, include, exclude), for writing the definition back. */
+  matrix: Record<string, unknown>;
+  /** One per instance, in instance order (GitHub's combination order, then include-added ones); [] for a for_each job. */
+  combos: Array<Record<string, unknown>>;
+  /** An instance failing for good cancels its unfinished siblings. */
+  fail_fast: boolean;
+  /** At most this many instances leased at once; null: no cap. */
+  max_parallel: number | null;
 }
 
 /**

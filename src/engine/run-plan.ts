@@ -5,6 +5,8 @@ import { own } from '../domain/keyed.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
+import { expandJobs } from './expand.js';
+import { expandFanOut, rewireBelow } from '../store/fan-out.js';
 
 export interface PlanOptions {
   /** The run's inputs, each given to every job as `WEFT_INPUT_<NAME>`. */
@@ -24,12 +26,14 @@ export interface PlanOptions {
  * decides below it.
  */
 export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
-  const dependents = dependentsOf(def.jobs.map((s) => ({ job_id: s.id, needs: s.needs })));
+  const { specs } = expandJobs(def, opts.inputs ?? {});
+  const dependents = dependentsOf(specs.map((s) => ({ job_id: s.id, needs: s.needs })));
   const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), value]));
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
-  const conditional = new Set(def.jobs.filter((s) => (s.condition ?? 'success') !== 'success').map((s) => s.id));
-  const jobs = def.jobs.map((spec): NewJob => {
+  // A for_each job is expanded by the general way of a need's end (propagate), as conditions are.
+  const conditional = new Set(specs.filter((s) => (s.condition ?? 'success') !== 'success' || s.for_each !== null).map((s) => s.id));
+  const jobs = specs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
     if (!labelSets.has(key)) labelSets.set(key, { key, labels });
@@ -70,10 +74,17 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       upstream_outputs: upstream,
       worker_id: was?.worker_id ?? null,
       lease_id: null,
+      group_id: spec.group_id,
+      matrix: spec.matrix,
+      max_parallel: spec.max_parallel,
+      fail_fast: spec.fail_fast,
+      for_each: spec.for_each,
+      item: null,
+      item_index: null,
     };
   });
   decideReady(jobs, nowMs);
-  return { jobs, labelSets: [...labelSets.values()] };
+  return { jobs: expandReadyFanOuts(jobs, nowMs), labelSets: [...labelSets.values()] };
 }
 
 /** Skips the jobs ready at the start whose condition is false, and what that decides below them. */
@@ -108,13 +119,15 @@ export type RerunScope = { only: 'failed' | 'all' } | { from: string };
 export function keptJobs(def: WorkflowDefinition, previous: readonly JobRecord[], scope: RerunScope): Map<string, JobRecord> {
   const kept = new Map<string, JobRecord>();
   if ('only' in scope && scope.only === 'all') return kept;
+  const { specs, groups } = expandJobs(def, {});
   const succeeded = new Map(previous.filter((j) => j.status === 'success').map((j) => [j.job_id, j]));
   const rerun = new Set<string>();
-  if ('from' in scope) rerun.add(scope.from);
+  // `from` a matrix job runs every one of its instances again.
+  if ('from' in scope) for (const id of groups.get(scope.from) ?? [scope.from]) rerun.add(id);
   // Definition order is not topological; go round until nothing changes (a DAG settles in depth passes).
   for (let changed = true; changed; ) {
     changed = false;
-    for (const spec of def.jobs) {
+    for (const spec of specs) {
       if (kept.has(spec.id) || rerun.has(spec.id)) continue;
       const was = succeeded.get(spec.id);
       if (was === undefined || spec.needs.some((n) => rerun.has(n))) {
@@ -127,4 +140,36 @@ export function keptJobs(def: WorkflowDefinition, previous: readonly JobRecord[]
     }
   }
   return kept;
+}
+
+/**
+ * A for_each job ready at the start (its need kept by a re-run) is expanded right away, as a
+ * completion would expand it in the store (store/fan-out.ts); the others wait for their need.
+ */
+function expandReadyFanOuts(jobs: NewJob[], nowMs: number): NewJob[] {
+  const ready = jobs.filter((j) => j.for_each !== null && j.status === 'queued');
+  if (ready.length === 0) return jobs;
+  let out = jobs;
+  for (const p of ready) {
+    const fan = expandFanOut({ ...p, row_id: 0, run_number: 0 }, nowMs);
+    if (fan.kind === 'instances') {
+      const ids = fan.jobs.map((j) => j.job_id);
+      out = out.flatMap((j) => (j === p ? fan.jobs : [j.needs.includes(p.job_id) ? { ...j, ...rewireBelow(j, p.job_id, ids) } : j]));
+    } else {
+      Object.assign(p, fan.kind === 'empty'
+        ? { status: 'success', for_each: null, outputs: {}, finished_at_ms: nowMs }
+        : { status: 'failed', for_each: null, error: fan.error, finished_at_ms: nowMs });
+      // What is below a fan-out that ended at the start is decided as a completion would.
+      const byId = new Map(out.map((j) => [j.job_id, j]));
+      for (const j of propagate([endedJob(p)], (id) => byId.get(id) as WaitingJob | undefined) as unknown as NewJob[]) {
+        if (j.status === 'skipped') j.finished_at_ms = nowMs;
+        if (j.status === 'queued') {
+          j.enqueued_at_ms = nowMs;
+          j.ready_at_ms = nowMs;
+          j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, byId.get(n)?.outputs ?? {}]));
+        }
+      }
+    }
+  }
+  return out;
 }

@@ -2,6 +2,7 @@ import { inputsProblem, resolveInputs } from '../domain/inputs.js';
 import { WeftError } from '../protocol/errors.js';
 import type { JobRecord, LabelSet, NewJob, RunRecord, StoreReads, WorkflowRecord } from '../store/store.js';
 import { keptJobs, planRun, type RerunScope } from './run-plan.js';
+import { expandJobs } from './expand.js';
 
 /** What a run starts with, built from one read of its workflow (and, for a re-run, of the run it repeats). */
 export interface RunStart {
@@ -36,7 +37,7 @@ export async function rerunOf(r: StoreReads, wf: WorkflowRecord, runNumber: numb
   const inputs = checkedInputs(wf, carriedInputs(wf, run));
   const previous: JobRecord[] = await r.getRunJobs(wf.id, runNumber);
   const kept = keptJobs(def, previous, scope);
-  if (kept.size === def.jobs.length) {
+  if (kept.size === expandJobs(def, {}).specs.length) {
     throw new WeftError(
       'nothing_to_rerun',
       `every job of run #${runNumber} of workflow "${wf.id}" succeeded; nothing to re-run with only: failed (use only: all, or from: <job>)`,

@@ -1,5 +1,6 @@
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
+import { needResultOf, needsByGroup, resolveNeedsInEnv } from './needs-values.js';
 import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/model.js';
 import { compatJobStatus } from '../protocol/states.js';
@@ -174,7 +175,20 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     worker_id: j.worker_id,
     condition: `${j.condition}()`,
     needs_results: j.needs_results,
+    ...groupFields(j),
   };
+}
+
+/**
+ * README "Matrix, fan-out and artifacts": a matrix instance has `group` and `matrix`, a fan-out
+ * instance `group`, `item` and `item_index`; a fan-out not yet expanded `group` (its own id) and
+ * `instances: null`, one that had no items `instances: 0`. A plain job has none of them.
+ */
+function groupFields(j: JobRecord): Pick<JobView, 'group' | 'matrix' | 'item' | 'item_index' | 'instances'> {
+  if (j.group_id === null) return {};
+  if (j.for_each !== null) return { group: j.group_id, instances: j.status === 'success' ? 0 : null };
+  if (j.item_index !== null) return { group: j.group_id, item: j.item, item_index: j.item_index };
+  return { group: j.group_id, matrix: j.matrix ?? {} };
 }
 
 /** A workflow that never ran shows its definition's jobs, all pending. */
@@ -210,6 +224,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       worker_id: null,
       condition: `${spec.condition ?? 'success'}()`,
       needs_results: {},
+      ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
     };
   });
 }
@@ -287,7 +302,7 @@ function claimedJob(job: JobRecord): ClaimedJob {
     delayed_until_ms: job.delayed_until_ms,
     run_number: job.run_number,
     name: job.name,
-    env: job.needs.length === 0 ? job.env : { ...job.env, ...needsResultsEnv(job) },
+    env: job.needs.length === 0 ? job.env : { ...resolveNeedsInEnv(job), ...needsResultsEnv(job) },
     timeout_secs: job.timeout_secs,
   };
 }
@@ -298,7 +313,11 @@ function claimedJob(job: JobRecord): ClaimedJob {
  * not list in needs_results succeeded.
  */
 function needsResultsEnv(job: JobRecord): Record<string, string> {
-  return keyed(job.needs.map((need) => [needsResultEnvName(need), own(job.needs_results, need) ?? 'success']));
+  const each = job.needs.map((need): [string, string] => [needsResultEnvName(need), own(job.needs_results, need) ?? 'success']);
+  // A matrix need also has one result for the whole group, as GitHub's needs.<job>.result.
+  const groups = [...needsByGroup(job.needs)].filter(([g, ids]) => ids.length > 1 || ids[0] !== g);
+  const whole = groups.map(([g]): [string, string] => [needsResultEnvName(g), needResultOf(job, g)]);
+  return keyed([...each, ...whole]);
 }
 
 export function leaseView(l: LeaseRecord): LeaseView {

@@ -71,6 +71,16 @@ export const JobView = Type.Object({
   condition: stringEnum(['success()', 'failure()', 'always()', 'cancelled()'], { description: "the job's `if:`" }),
   /** Needs that ended other than `success`, with how (`failure`, `skipped`, `cancelled`), once they ended. */
   needs_results: Type.Unsafe<Record<string, string>>({ ...StringMap, description: 'needs that ended other than success: failure, skipped or cancelled' }),
+  // Matrix and fan-out jobs only (README "Matrix, fan-out and artifacts"); absent on a plain job.
+  /** The definition job an instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id. */
+  group: Type.Optional(Type.String({ description: 'matrix and fan-out jobs only: the definition job this instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id' })),
+  /** An instance's matrix values. */
+  matrix: Type.Optional(Type.Unsafe<Record<string, unknown>>({ type: 'object', description: "a matrix instance's values" })),
+  /** A fan-out instance's item (a string or an object) and its index in the list. */
+  item: Type.Optional(Type.Unknown({ description: "a fan-out instance's item: a string or an object" })),
+  item_index: Type.Optional(Type.Integer({ minimum: 0, description: "a fan-out instance's index in its list" })),
+  /** On a group not yet expanded: null; on a fan-out that had no items: 0. */
+  instances: Type.Optional(nullable(Type.Integer(), { description: 'on a group not yet expanded: null; on a fan-out with no items: 0' })),
 });
 export type JobView = Static<typeof JobView>;
 

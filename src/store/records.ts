@@ -98,6 +98,26 @@ export interface JobRecord {
   upstream_outputs: UpstreamOutputs;
   worker_id: string | null;
   lease_id: string | null;
+  /**
+   * The definition job an instance of a matrix was made from (README "Matrix, fan-out and
+   * artifacts"); null for a plain job. Instances of one group share fail_fast and max_parallel.
+   */
+  group_id: string | null;
+  /** The instance's matrix values; null for a plain job. */
+  matrix: Record<string, unknown> | null;
+  /** At most this many instances of the group running at once (enforced by the claim); null: no cap. */
+  max_parallel: number | null;
+  /** An instance failing for good cancels its unfinished siblings. */
+  fail_fast: boolean;
+  /**
+   * A `for_each` job not yet expanded: the need and output its items come from. Null on every other
+   * job, instances included.
+   */
+  for_each: { job: string; key: string } | null;
+  /** A fan-out instance's item (a string or an object); null otherwise. */
+  item: unknown;
+  /** A fan-out instance's index in its list; null otherwise. */
+  item_index: number | null;
 }
 
 /** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */

@@ -24,6 +24,13 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     failed_upstream: j.failed_upstream ? 1 : 0,
     run_cancelled: j.run_cancelled ? 1 : 0,
     conditional_dependents: j.conditional_dependents ? 1 : 0,
+    group_id: j.group_id ?? null,
+    matrix: j.matrix == null ? null : JSON.stringify(j.matrix),
+    max_parallel: j.max_parallel ?? null,
+    fail_fast: j.fail_fast ? 1 : 0,
+    for_each: j.for_each == null ? null : JSON.stringify(j.for_each),
+    item: j.item === null || j.item === undefined ? null : JSON.stringify(j.item),
+    item_index: j.item_index ?? null,
   };
 }
 
@@ -152,6 +159,13 @@ export function toJob(r: Row): JobRecord {
     upstream_outputs: JSON.parse(r.upstream_outputs as string),
     worker_id: (r.worker_id as string | null) ?? null,
     lease_id: (r.lease_id as string | null) ?? null,
+    group_id: (r.group_id as string | null | undefined) ?? null,
+    matrix: typeof r.matrix === 'string' ? (JSON.parse(r.matrix) as Record<string, unknown>) : null,
+    max_parallel: (r.max_parallel as number | null | undefined) ?? null,
+    fail_fast: Boolean(r.fail_fast),
+    for_each: typeof r.for_each === 'string' ? (JSON.parse(r.for_each) as { job: string; key: string }) : null,
+    item: typeof r.item === 'string' ? (JSON.parse(r.item) as unknown) : null,
+    item_index: (r.item_index as number | null | undefined) ?? null,
   };
 }
 

@@ -573,3 +573,31 @@ describe('compat: POST /api/workflows with the full old job shape (array form)',
     assert.deepEqual(all.body, [], 'nothing was created');
   });
 });
+
+describe('matrix jobs in the seed shapes (README "Matrix, fan-out and artifacts")', () => {
+  test('the status document of a matrix workflow stays valid before, during and after its run; depends_on lists the instance ids', async (t) => {
+    const s = await serve(t);
+    const idle = await create(s.c, {
+      id: 'mx',
+      jobs: {
+        test: { strategy: { matrix: { os: ['a', 'b'], n: [1, 2] } }, run: 'true' },
+        after: { needs: 'test', run: 'true' },
+      },
+    });
+    expectJob(idle, 'test', { group: 'test', instances: null, depends_on: [] });
+    expectJob(idle, 'after', { depends_on: ['test'] });
+    await ok(s.c.post('/api/workflows/mx/run'), 202);
+    const running = await statusDoc(s.c, 'mx', 'status document of a started matrix run');
+    assert.deepEqual(running.jobs.map((j: any) => j.id), ['test~0', 'test~1', 'test~2', 'test~3', 'after']);
+    expectJob(running, 'test~3', { name: 'test (b, 2)', group: 'test', matrix: { os: 'b', n: 2 }, status: 'queued' });
+    expectJob(running, 'after', { depends_on: ['test~0', 'test~1', 'test~2', 'test~3'] });
+    for (let i = 0; i < 5; i++) {
+      const got = await claim(s.c, 'wk', []);
+      await ok(s.c.post(`/api/jobs/${got.lease.lease_id}/complete`, { outputs: {} }));
+    }
+    const done = await statusDoc(s.c, 'mx', 'status document of a finished matrix run');
+    assert.equal(done.status, 'success');
+    const list = await s.c.get('/api/workflows');
+    assertSchema(v.workflowList, list.body, 'GET /api/workflows with a matrix workflow');
+  });
+});

@@ -14,6 +14,7 @@ import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
+import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
 import { concurrentRunCases, queuedStartRace, scheduledConcurrentRunCases } from './conformance-concurrent-runs.js';
 
 /** Where a child process finds the same database. */
@@ -59,12 +60,20 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
+    describe('matrix jobs', () => matrixCases(withStore));
+    describe('fan-out jobs', () => fanOutCases(withStore));
     describe('concurrent runs', () => {
       concurrentRunCases(withStore);
       scheduledConcurrentRunCases(withStore);
     });
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
     if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
+    if (opts.concurrency !== false) {
+      describe('concurrency of matrix and fan-out jobs', () => {
+        matrixRaceCases(withStore);
+        fanOutRaceCases(withStore, Math.max(3, Math.round(opts.joinRaces / 50)));
+      });
+    }
     if (opts.concurrency !== false) {
       describe('concurrency of queued runs', () => withStore('two runs settling at once start each queued run exactly once', (store, h) => queuedStartRace(store, h), { timeout: 60_000 }));
     }

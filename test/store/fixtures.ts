@@ -80,6 +80,13 @@ export function buildJobs(wf: string, now: number, specs: Record<string, Spec>):
       upstream_outputs: {},
       worker_id: null,
       lease_id: null,
+      group_id: null,
+      matrix: null,
+      max_parallel: null,
+      fail_fast: false,
+      for_each: null,
+      item: null,
+      item_index: null,
     };
   });
 }

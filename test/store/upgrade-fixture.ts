@@ -34,6 +34,13 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     failed_upstream: _f,
     run_cancelled: _r,
     conditional_dependents: _d,
+    group_id: _g,
+    matrix: _m,
+    max_parallel: _mp,
+    fail_fast: _ff,
+    for_each: _fe,
+    item: _it,
+    item_index: _ii,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

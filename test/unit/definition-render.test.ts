@@ -92,3 +92,40 @@ test('the array form is written back in the contract form, without its display f
     [undefined, undefined],
   );
 });
+
+test('a matrix job and ${{ }} values survive being written back', () => {
+  const def = parseWorkflowText(
+    [
+      'id: mx',
+      'inputs: { tier: { default: gold } }',
+      'jobs:',
+      '  test:',
+      '    name: "T ${{ matrix.os }}"',
+      '    strategy:',
+      '      matrix: { os: [a, b], n: [1, 2], exclude: [{ os: b, n: 1 }], include: [{ os: a, extra: x }] }',
+      '      fail_fast: false',
+      '      max_parallel: 2',
+      '    labels: ["${{ matrix.os }}", "tier-${{ inputs.tier }}"]',
+      '    run: echo ${{ matrix.n }}',
+      '  after:',
+      '    needs: test',
+      '    env: { ALL: "${{ needs.test.outputs.v }}" }',
+      '    run: echo "$ALL"',
+    ].join('\n'),
+    { source: 'mx.yml', format: 'yaml', id: 'mx' },
+  );
+  assert.equal(def.jobs[0]!.strategy!.combos.length, 3);
+  roundTrip(def);
+});
+
+test('a for_each job survives being written back', () => {
+  const def = parseWorkflowObject({
+    id: 'fan',
+    jobs: {
+      plan: { run: 'x' },
+      shard: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', strategy: { max_parallel: 2 }, env: { I: '${{ item.k }}' }, run: 'x' },
+      plain: { needs: 'plan', for_each: '${{ needs.plan.outputs.list }}', run: 'x' },
+    },
+  }, { source: 'fan' });
+  roundTrip(def);
+});

@@ -250,6 +250,26 @@ ALTER TABLE jobs
     // The reaper deletes workers unseen for WORKER_RETAIN_SECS oldest first: a range read, however many workers there are.
     sql: `CREATE INDEX workers_last_seen ON workers(last_seen_ms);`,
   },
+  {
+    version: 12,
+    name: 'matrix and fan-out instances: group, values, item, fail_fast and max_parallel',
+    // README "Matrix, fan-out and artifacts". A plain job keeps NULL / 0 in each. fast_cancelled marks
+    // an instance a sibling's failure cancelled (fail_fast): it does not make its run cancelled.
+    // jobs_group_running lets a claim count a group's running instances (max_parallel) by an index read;
+    // jobs_claim_capped finds the queued instances of capped groups, which the main claim leaves out.
+    sql: `
+ALTER TABLE jobs ADD COLUMN group_id TEXT;
+ALTER TABLE jobs ADD COLUMN matrix TEXT;
+ALTER TABLE jobs ADD COLUMN max_parallel INTEGER;
+ALTER TABLE jobs ADD COLUMN for_each TEXT;
+ALTER TABLE jobs ADD COLUMN item TEXT;
+ALTER TABLE jobs ADD COLUMN item_index INTEGER;
+ALTER TABLE jobs ADD COLUMN fail_fast SMALLINT NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN fast_cancelled SMALLINT NOT NULL DEFAULT 0;
+CREATE INDEX jobs_group_running ON jobs(workflow_id, run_number, group_id) WHERE status = 'running' AND group_id IS NOT NULL;
+CREATE INDEX jobs_claim_capped ON jobs(label_key, ready_at_ms) WHERE status = 'queued' AND max_parallel IS NOT NULL;
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -1,3 +1,4 @@
+import { GROUP_QUERIES } from './group-queries.js';
 import { CONDITION_QUERIES } from './condition-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 
@@ -46,7 +47,7 @@ const LEASE_WITH_JOB = `SELECT to_json(l.*) AS lease, to_json(j.*) AS job
 const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
   CROSS JOIN LATERAL (
     SELECT j.row_id, j.ready_at_ms FROM jobs j
-    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint
+    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
     ORDER BY j.ready_at_ms, j.row_id
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -60,7 +61,8 @@ const insertJobs = (from: string, param: string) => `
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
-        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
+        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -68,13 +70,16 @@ const insertJobs = (from: string, param: string) => `
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
         e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
         e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
-        (e.j->>'conditional_dependents')::smallint
+        (e.j->>'conditional_dependents')::smallint,
+        e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0),
+        e.j->>'for_each', e.j->>'item', (e.j->>'item_index')::int
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
 export const QUERIES = {
   ...RETENTION_QUERIES,
   ...CONDITION_QUERIES,
+  ...GROUP_QUERIES,
   // ------------------------------------------------------------------------------------ reads
   /** $1 workflow id. */
   getWorkflow: `SELECT * FROM workflows WHERE id = $1`,
@@ -294,7 +299,7 @@ export const QUERIES = {
    * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
    */
   runTally: `SELECT count(*) FILTER (WHERE status = 'failed')::int AS failed,
-      count(*) FILTER (WHERE status = 'cancelled' OR run_cancelled = 1)::int AS cancelled
+      count(*) FILTER (WHERE (status = 'cancelled' AND fast_cancelled = 0) OR run_cancelled = 1)::int AS cancelled
     FROM jobs WHERE workflow_id = $1 AND run_number = $2::int`,
   /**
    * Running runs with no job left in motion: what a crash between a job's last transaction and its
@@ -338,6 +343,11 @@ export const QUERIES = {
     )
     SELECT * FROM taken ORDER BY n`,
 
+  /**
+   * A fan-out's instances (README "Matrix, fan-out and artifacts"), inserted in the transaction that
+   * made it ready. $1 workflow id, $2 run number, $3 jobs (JSON array of jobRow objects).
+   */
+  insertInstances: `${insertJobs('', '$3')} RETURNING *`,
   /**
    * Hands claims back unused: each still-active lease becomes `released` and its job, if running under
    * it, returns to the queue with the same attempt and ready_at_ms (its place). Leases are locked in

@@ -12,7 +12,7 @@ import type {
   StartRunRequest,
 } from '../store.js';
 import { inputsColumn, jobRow, plannedJobsAt, toJob, toRun, type Row } from '../rows.js';
-import { settleRunIfOver, writeDecisions } from './settle.js';
+import { fanOutReady, settleRunIfOver, writeDecisions } from './settle.js';
 import { QUERIES } from './queries.js';
 import { StartOver, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
@@ -247,6 +247,7 @@ async function cancelRunning(sql: Sql, workflowId: string, runNumber: number, no
     const byId = new Map(records.map((j) => [j.job_id, j]));
     const decided = propagate(plan.ended, (id) => byId.get(id)) as JobRecord[];
     await writeDecisions(q, [...new Set([...plan.spared, ...decided])].sort((a, b) => a.row_id - b.row_id), nowMs);
+    decided.push(...(await fanOutReady(q, decided, byId, nowMs)));
     const ids = plan.cancelled.map((j) => j.job_id);
     return {
       kind: 'cancelled',

@@ -3,7 +3,8 @@ import { endedJob, propagate, type EndedJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal, LeaseState } from '../store.js';
-import { decisionColumns, toJob, toLease, type Row } from '../rows.js';
+import { decisionColumns, jobRow, toJob, toLease, type Row } from '../rows.js';
+import { expandFanOut, rewireBelow } from '../fan-out.js';
 import { change } from '../changes.js';
 import { QUERIES } from './queries.js';
 import { statement, writeStatement, type Exec, type Sql } from './tx.js';
@@ -77,8 +78,26 @@ export async function applyFailure(
     job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
   const failed = toJob(row!);
-  const changed = await propagateEnd(q, [endedJob(failed)], below, nowMs);
-  return { job: failed, changes: [change(job), ...changed.map(change)] };
+  const siblings = await failFast(q, failed, nowMs);
+  const ended = [endedJob(failed), ...siblings.map((s) => endedJob({ ...s, status: 'cancelled' }))];
+  const changed = await propagateEnd(q, ended, below, nowMs);
+  return { job: failed, changes: [change(job), ...siblings.map(change), ...changed.map(change)] };
+}
+
+/**
+ * fail_fast (README "Matrix, fan-out and artifacts"): an instance failed for good cancels its
+ * unfinished siblings, voiding the leases of running ones as a run cancel does. Answers them. Their
+ * rows are locked after the failed one's (row order); a sibling failing at the same moment may wait
+ * the other way round, which PostgreSQL breaks as a deadlock and the transaction retries.
+ */
+async function failFast(q: Exec, failed: JobRecord, nowMs: number): Promise<JobRecord[]> {
+  if (!failed.fail_fast || failed.group_id === null) return [];
+  const siblings = (await q(QUERIES.lockSiblings, [failed.workflow_id, failed.run_number, failed.group_id, failed.row_id])).map(toJob);
+  if (siblings.length === 0) return [];
+  const leases = siblings.filter((s) => s.status === 'running' && s.lease_id !== null).map((s) => s.lease_id!);
+  const reason = `cancelled by fail_fast: instance "${failed.job_id}" failed`;
+  await q(QUERIES.fastCancel, [leases, siblings.map((s) => s.row_id), nowMs, reason]);
+  return siblings;
 }
 
 /**
@@ -89,7 +108,55 @@ export async function propagateEnd(q: Exec, ended: readonly EndedJob[], rows: re
   const byId = new Map(rows.map((r) => { const j = toJob(r); return [j.job_id, j] as const; }));
   const changed = (propagate(ended, (id) => byId.get(id)) as JobRecord[]).sort((a, b) => a.row_id - b.row_id);
   await writeDecisions(q, changed, nowMs);
-  return changed;
+  return [...changed, ...(await fanOutReady(q, changed, byId, nowMs))];
+}
+
+/**
+ * The for_each jobs among `decided` that just became ready (README "Matrix, fan-out and artifacts"),
+ * in the same transaction, which holds their rows and those below them locked (lockBelow, or a
+ * cancel's lock of the whole run; `byId` has them as decided): each replaced by one queued instance
+ * per item, the jobs below rewired to wait for every instance; or, for an empty list, ended `success`,
+ * and for a bad one `failed`, with what is below decided in turn. The lock makes it exactly once:
+ * of two needs ending at once, only the transaction that brings the job's count to zero finds it
+ * ready. Answers the jobs it changed (instances, rewired and decided jobs; the deleted job too).
+ */
+export async function fanOutReady(q: Exec, decided: readonly JobRecord[], byId: Map<string, JobRecord>, nowMs: number): Promise<JobRecord[]> {
+  const out: JobRecord[] = [];
+  for (let todo = decided.filter((j) => j.status === 'queued' && j.for_each !== null); todo.length > 0; ) {
+    const next: JobRecord[] = [];
+    for (const p of todo) {
+      const placeholder = toJob((await q(QUERIES.getJobByRowId, [p.row_id]))[0]!);
+      const fan = expandFanOut(placeholder, nowMs);
+      if (fan.kind === 'instances') {
+        const rows = await q(QUERIES.insertInstances, [placeholder.workflow_id, placeholder.run_number, fan.jobs.map((j) => jobRow(j, placeholder.run_number))]);
+        const ids = fan.jobs.map((j) => j.job_id);
+        const rewired: JobRecord[] = [];
+        for (const id of placeholder.dependents) {
+          const d = byId.get(id);
+          if (!d || !d.needs.includes(placeholder.job_id)) continue;
+          const wired = rewireBelow(d, placeholder.job_id, ids);
+          d.needs = wired.needs;
+          if (d.status === 'pending') d.pending_needs = wired.pending_needs;
+          rewired.push(d);
+        }
+        if (rewired.length > 0) {
+          await q(QUERIES.rewireJobs, [rewired.map((d) => ({ row_id: d.row_id, needs: JSON.stringify(d.needs), pending_needs: d.pending_needs }))]);
+        }
+        await q(QUERIES.deleteJob, [placeholder.row_id]);
+        out.push(placeholder, ...rows.map(toJob), ...rewired);
+        continue;
+      }
+      const status = fan.kind === 'empty' ? 'success' : 'failed';
+      const ended = toJob((await q(QUERIES.endFanOut, [placeholder.row_id, status, fan.kind === 'error' ? fan.error : null, nowMs]))[0]!);
+      byId.set(ended.job_id, ended);
+      const below = (propagate([endedJob(ended)], (id) => byId.get(id)) as JobRecord[]).sort((a, b) => a.row_id - b.row_id);
+      await writeDecisions(q, below, nowMs);
+      out.push(ended, ...below);
+      next.push(...below.filter((j) => j.status === 'queued' && j.for_each !== null));
+    }
+    todo = next;
+  }
+  return out;
 }
 
 export async function writeDecisions(q: Exec, jobs: readonly JobRecord[], nowMs: number): Promise<void> {

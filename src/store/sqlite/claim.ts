@@ -17,15 +17,22 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
   c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
   const max = Math.min(req.max, req.lease_ids.length);
   if (max <= 0 || req.label_keys.length === 0) return [];
-  const candidates: Array<{ row_id: number; ready_at_ms: number }> = [];
+  const candidates: Candidate[] = [];
   const read = c.q('claimCandidates');
   for (const key of new Set(req.label_keys)) {
-    for (const r of read.all(key, now, max) as Array<{ row_id: number; ready_at_ms: number }>) candidates.push(r);
+    for (const r of read.all(key, now, max) as Candidate[]) candidates.push(r);
   }
   candidates.sort((a, b) => a.ready_at_ms - b.ready_at_ms || a.row_id - b.row_id);
   const claimed: Claimed[] = [];
+  // max_parallel: the candidates counted each group's running instances; this claim adds its own.
+  const taken = new Map<string, number>();
   for (const cand of candidates) {
     if (claimed.length >= max) break;
+    if (cand.group_key !== null) {
+      const mine = taken.get(cand.group_key) ?? 0;
+      if (cand.group_running + mine >= cand.max_parallel!) continue;
+      taken.set(cand.group_key, mine + 1);
+    }
     const leaseId = req.lease_ids[claimed.length]!;
     const row = c.q('startJob').get({ row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId }) as
       | Row
@@ -37,6 +44,15 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
     claimed.push({ job, lease });
   }
   return claimed;
+}
+
+interface Candidate {
+  row_id: number;
+  ready_at_ms: number;
+  max_parallel: number | null;
+  /** Names the candidate's group when it has a max_parallel; null otherwise. */
+  group_key: string | null;
+  group_running: number;
 }
 
 /** Leases handed back unused (the claimant went away): their jobs return to their place in the queue. */

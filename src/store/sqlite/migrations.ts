@@ -225,6 +225,24 @@ CREATE INDEX jobs_run_rows ON jobs(workflow_id, run_number);
     // The reaper deletes workers unseen for WORKER_RETAIN_SECS oldest first: a range read, however many workers there are.
     sql: `CREATE INDEX workers_last_seen ON workers(last_seen_ms);`,
   },
+  {
+    version: 12,
+    name: 'matrix and fan-out instances: group, values, item, fail_fast and max_parallel',
+    // README "Matrix, fan-out and artifacts". A plain job keeps NULL / 0 in each. fast_cancelled marks
+    // an instance a sibling's failure cancelled (fail_fast): it does not make its run cancelled.
+    // jobs_group_running lets a claim count a group's running instances (max_parallel) by an index read.
+    sql: `
+ALTER TABLE jobs ADD COLUMN group_id TEXT;
+ALTER TABLE jobs ADD COLUMN matrix TEXT;
+ALTER TABLE jobs ADD COLUMN max_parallel INTEGER;
+ALTER TABLE jobs ADD COLUMN for_each TEXT;
+ALTER TABLE jobs ADD COLUMN item TEXT;
+ALTER TABLE jobs ADD COLUMN item_index INTEGER;
+ALTER TABLE jobs ADD COLUMN fail_fast INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN fast_cancelled INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_group_running ON jobs(workflow_id, run_number, group_id) WHERE status = 'running' AND group_id IS NOT NULL;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

@@ -94,11 +94,13 @@ export const QUERIES = {
   insertJob: `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
       started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
-      condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
+      condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
+      group_id, matrix, max_parallel, fail_fast, for_each, item, item_index)
     VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
       @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
       @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id,
-      @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents)`,
+      @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents,
+      @group_id, @matrix, @max_parallel, @fail_fast, @for_each, @item, @item_index)`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
   /** ? workflow_id, ? run_number, ? after this row_id, ? limit */
@@ -122,8 +124,16 @@ export const QUERIES = {
    * The claim's candidates of one label key: an ordered range read of the covering partial index
    * jobs_claim. ? label_key, ? now_ms, ? limit
    */
-  claimCandidates: `SELECT row_id, ready_at_ms FROM jobs
+  claimCandidates: `SELECT row_id, ready_at_ms, max_parallel,
+      CASE WHEN max_parallel IS NULL THEN NULL ELSE workflow_id || '/' || run_number || '/' || group_id END AS group_key,
+      CASE WHEN max_parallel IS NULL THEN 0 ELSE (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
+        WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
+          AND s.status = 'running' AND s.group_id IS NOT NULL) END AS group_running
+    FROM jobs
     WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
+      AND (max_parallel IS NULL OR max_parallel > (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
+        WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
+          AND s.status = 'running' AND s.group_id IS NOT NULL))
     ORDER BY ready_at_ms, row_id LIMIT ?`,
   /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
   startJob: `UPDATE jobs
@@ -171,6 +181,23 @@ export const QUERIES = {
     ORDER BY row_id`,
   /** ? now_ms, ? row_id */
   cancelJob: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL WHERE row_id = ?`,
+  /** A job below a fan-out now expanded: its needs name the instances. ? needs (JSON), ? pending_needs, ? row_id */
+  rewireJob: `UPDATE jobs SET needs = ?, pending_needs = ? WHERE row_id = ?`,
+  /** A fan-out replaced by its instances. ? row_id */
+  deleteJob: `DELETE FROM jobs WHERE row_id = ?`,
+  /** A fan-out with no items (success) or a bad list (failed). @status @error @now_ms @row_id */
+  endFanOut: `UPDATE jobs SET status = @status, error = @error, outputs = CASE WHEN @status = 'success' THEN '{}' ELSE NULL END,
+      finished_at_ms = @now_ms, deadline_ms = NULL
+    WHERE row_id = @row_id RETURNING *`,
+  /**
+   * fail_fast (README "Matrix, fan-out and artifacts"): the unfinished siblings of a failed instance.
+   * ? workflow_id, ? run_number, ? group_id, ? row_id of the failed one
+   */
+  unfinishedSiblings: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND group_id = ? AND row_id <> ?
+    AND status IN ('pending', 'queued', 'running') ORDER BY row_id`,
+  /** A sibling fail_fast cancels; fast_cancelled keeps it from making the run cancelled. ? now, ? error, ? row_id */
+  fastCancelJob: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL, fast_cancelled = 1, error = ?
+    WHERE row_id = ?`,
   /** Running jobs past their deadline, through the partial index jobs_deadline. ? now_ms, ? limit */
   timedOutJobs: `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < ?
     ORDER BY deadline_ms LIMIT ?`,

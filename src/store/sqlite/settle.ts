@@ -4,7 +4,8 @@ import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/re
 import { runStateFromCounts } from '../../domain/run-state.js';
 import type { JobChange, JobRecord, LeaseRecord, LeaseRefusal } from '../store.js';
 import { change } from '../changes.js';
-import { decisionColumns, toJob, toLease, type Row } from '../rows.js';
+import { decisionColumns, jobRow, toJob, toLease, type Row } from '../rows.js';
+import { expandFanOut, rewireBelow } from '../fan-out.js';
 import type { Conn } from './connection.js';
 
 /**
@@ -80,9 +81,28 @@ export function applyFailure(
     );
   }
   const failed = toJob(c.q('failJob').get({ row_id: job.row_id, now_ms: nowMs, error }) as Row);
-  const { skipped } = propagateEnd(c, job, [endedJob(failed)], nowMs, changes);
-  finishJobs(c, job, { finished: 1 + skipped, failed: 1, cancelled: 0 }, nowMs);
+  const siblings = failFast(c, failed, nowMs, changes);
+  const ended = [endedJob(failed), ...siblings.map((s) => endedJob({ ...s, status: 'cancelled' }))];
+  const { skipped } = propagateEnd(c, job, ended, nowMs, changes);
+  // Siblings fail_fast cancelled count as finished, not cancelled: the run ends `failed`, as on GitHub.
+  finishJobs(c, job, { finished: 1 + siblings.length + skipped, failed: 1, cancelled: 0 }, nowMs);
   return failed;
+}
+
+/**
+ * fail_fast (README "Matrix, fan-out and artifacts"): an instance failed for good cancels its
+ * unfinished siblings, voiding the leases of running ones as a run cancel does. Answers them.
+ */
+export function failFast(c: Conn, failed: JobRecord, nowMs: number, changes: JobChange[]): JobRecord[] {
+  if (!failed.fail_fast || failed.group_id === null) return [];
+  const siblings = (c.q('unfinishedSiblings').all(failed.workflow_id, failed.run_number, failed.group_id, failed.row_id) as Row[]).map(toJob);
+  const reason = `cancelled by fail_fast: instance "${failed.job_id}" failed`;
+  for (const s of siblings) {
+    if (s.status === 'running' && s.lease_id !== null) c.q('closeLease').run('cancelled', s.lease_id);
+    c.q('fastCancelJob').run(nowMs, reason, s.row_id);
+    changes.push(change(s));
+  }
+  return siblings;
 }
 
 /**
@@ -120,7 +140,48 @@ export function propagateEnd(
     if (j.status === 'skipped') skipped++;
     changes.push(change(j));
   }
+  for (const j of changed) if (j.status === 'queued' && j.for_each !== null) fanOut(c, run, j.row_id, nowMs, changes, lookup);
   return { enqueued, skipped };
+}
+
+/**
+ * A for_each job that just became ready (README "Matrix, fan-out and artifacts"), in the same
+ * transaction: replaced by one queued instance per item, the jobs below it rewired to wait for every
+ * instance; or, for an empty list, ended `success`, and for a bad one `failed`, with what is below it
+ * decided. Keeps the run's counters itself (an expansion adds unfinished jobs).
+ */
+function fanOut(
+  c: Conn,
+  run: { workflow_id: string; run_number: number },
+  rowId: number,
+  nowMs: number,
+  changes: JobChange[],
+  lookup: (id: string) => WaitingJob | undefined,
+): void {
+  const placeholder = jobByRowId(c, rowId)!;
+  const fan = expandFanOut(placeholder, nowMs);
+  if (fan.kind === 'instances') {
+    const ids = fan.jobs.map((j) => j.job_id);
+    for (const j of fan.jobs) c.q('insertJob').run(jobRow(j, run.run_number));
+    for (const id of placeholder.dependents) {
+      const d = lookup(id) as JobRecord | undefined;
+      if (!d || !d.needs.includes(placeholder.job_id)) continue;
+      const wired = rewireBelow(d, placeholder.job_id, ids);
+      d.needs = wired.needs;
+      d.pending_needs = d.status === 'pending' ? wired.pending_needs : d.pending_needs;
+      c.q('rewireJob').run(JSON.stringify(d.needs), d.pending_needs, d.row_id);
+      changes.push(change(d));
+    }
+    c.q('deleteJob').run(placeholder.row_id);
+    for (const id of ids) changes.push({ workflow_id: run.workflow_id, run_number: run.run_number, job_id: id });
+    finishJobs(c, run, { finished: 1 - ids.length, failed: 0, cancelled: 0 }, nowMs);
+    return;
+  }
+  const status = fan.kind === 'empty' ? 'success' : 'failed';
+  const ended = toJob(c.q('endFanOut').get({ status, error: fan.kind === 'error' ? fan.error : null, now_ms: nowMs, row_id: rowId }) as Row);
+  changes.push(change(ended));
+  const { skipped } = propagateEnd(c, run, [endedJob(ended)], nowMs, changes);
+  finishJobs(c, run, { finished: 1 + skipped, failed: status === 'failed' ? 1 : 0, cancelled: 0 }, nowMs);
 }
 
 /** Writes a pending job's decision; one now queued also takes enqueueReady (its times and upstream outputs). */

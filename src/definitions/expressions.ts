@@ -1,0 +1,109 @@
+/**
+ * Where each `${{ … }}` value may appear, and whether what it names exists (README "Matrix, fan-out
+ * and artifacts"). A run-time value (inputs, needs, items) never becomes shell text: in `run`/`steps`
+ * only `matrix.*`, whose values the definition itself holds, is accepted; the rest goes through `env`.
+ */
+import { type ExprRef, hasExpression, parseTemplate, substitute } from '../domain/expressions.js';
+import { labelProblem } from '../domain/labels.js';
+import type { JobSpec } from '../domain/model.js';
+import type { Issues } from './issues.js';
+
+type Kind = ExprRef['kind'];
+
+/** What every field of a job may reference. */
+const ALLOWED: Record<'name' | 'labels' | 'env' | 'run', ReadonlySet<Kind>> = {
+  name: new Set(['matrix', 'inputs', 'item']),
+  labels: new Set(['matrix', 'inputs']),
+  env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item']),
+  run: new Set(['matrix']),
+};
+
+function refText(ref: ExprRef): string {
+  switch (ref.kind) {
+    case 'matrix':
+      return `matrix.${ref.key}`;
+    case 'inputs':
+      return `inputs.${ref.key}`;
+    case 'needs_output':
+      return `needs.${ref.job}.outputs.${ref.key}`;
+    case 'needs_result':
+      return `needs.${ref.job}.result`;
+    case 'item':
+      return ref.key === null ? 'item' : `item.${ref.key}`;
+  }
+}
+
+export interface ExpressionScope {
+  /** Declared input names. */
+  inputs: ReadonlySet<string>;
+}
+
+/** Reports every expression of `job` that its field does not allow or that names nothing. */
+export function checkJobExpressions(job: JobSpec, commandField: string, scope: ExpressionScope, issues: Issues): void {
+  const matrixKeys = job.strategy && !job.for_each ? new Set(job.strategy.combos.flatMap((c) => Object.keys(c))) : null;
+  const check = (text: string, field: string, where: keyof typeof ALLOWED) => {
+    if (!hasExpression(text)) return;
+    const parsed = parseTemplate(text);
+    if ('error' in parsed) {
+      issues.add(job.id, field, parsed.error);
+      return;
+    }
+    for (const part of parsed.parts) {
+      if (typeof part === 'string') continue;
+      const ref = part.ref;
+      if (!ALLOWED[where].has(ref.kind)) {
+        issues.add(job.id, field, notAllowed(ref, where));
+        continue;
+      }
+      const problem = unknownName(ref, job, matrixKeys, scope);
+      if (problem) issues.add(job.id, field, problem);
+    }
+  };
+  check(job.name, 'name', 'name');
+  job.labels.forEach((l, i) => check(l, `labels[${i}]`, 'labels'));
+  for (const [k, v] of Object.entries(job.env)) check(v, `env.${k}`, 'env');
+  check(job.command, commandField, 'run');
+}
+
+function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
+  const text = refText(ref);
+  if (where === 'run') {
+    return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
+  }
+  return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
+}
+
+function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string> | null, scope: ExpressionScope): string | null {
+  switch (ref.kind) {
+    case 'matrix':
+      if (matrixKeys === null) return `'matrix.${ref.key}' is used but the job has no strategy.matrix`;
+      return matrixKeys.has(ref.key) ? null : `unknown matrix key '${ref.key}' (keys: ${[...matrixKeys].join(', ')})`;
+    case 'inputs':
+      return scope.inputs.has(ref.key) ? null : `unknown input '${ref.key}' (declared: ${[...scope.inputs].join(', ') || 'none'})`;
+    case 'needs_output':
+    case 'needs_result':
+      return job.needs.includes(ref.job) ? null : `'needs.${ref.job}' is not a need of this job (needs: ${job.needs.join(', ') || 'none'})`;
+    case 'item':
+      return job.for_each ? null : `'${refText(ref)}' is used but the job has no for_each`;
+  }
+}
+
+/**
+ * Labels written with `${{ matrix.* }}` are checked for each instance as it will be (a label only
+ * known from inputs is checked when a run starts: run-plan.ts).
+ */
+export function checkInstanceLabels(job: JobSpec, issues: Issues): void {
+  if (!job.strategy || !job.labels.some(hasExpression)) return;
+  job.labels.forEach((label, i) => {
+    if (!hasExpression(label)) return;
+    for (const combo of job.strategy!.combos) {
+      const text = substitute(label, (ref) => (ref.kind === 'matrix' ? (combo[ref.key] ?? '') : undefined));
+      if (hasExpression(text)) return;
+      const problem = text.trim() === '' ? 'is empty for a matrix combination' : labelProblem(text);
+      if (problem !== null) {
+        issues.add(job.id, `labels[${i}]`, `'${text}' (for matrix ${JSON.stringify(combo)}): ${problem}`);
+        return;
+      }
+    }
+  });
+}

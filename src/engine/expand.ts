@@ -1,0 +1,105 @@
+/**
+ * The jobs a run is made of (README "Matrix, fan-out and artifacts"): each plain job of the definition
+ * as it is, each matrix job as one instance per combination (`<job>~<index>`), with `${{ matrix.* }}`
+ * and `${{ inputs.* }}` substituted and every `needs` on a group turned into its instances. Matrix
+ * values are all written in the definition, so a run knows its instances from its start.
+ */
+import { hasExpression, substitute, type ExprRef } from '../domain/expressions.js';
+import { labelProblem } from '../domain/labels.js';
+import { type Combo, instanceId, instanceName, matrixEnvName } from '../domain/matrix.js';
+import { valueText } from '../domain/expressions.js';
+import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
+import { WeftError } from '../protocol/errors.js';
+
+/** A job of a run before it has a row: a definition job, or one instance of a matrix. */
+export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
+  group_id: string | null;
+  matrix: Combo | null;
+  max_parallel: number | null;
+  fail_fast: boolean;
+  /** A for_each job, one row until its need completes (store/fan-out.ts). */
+  for_each: { job: string; key: string } | null;
+}
+
+/** Instance ids of each group, in index order. */
+export type Groups = ReadonlyMap<string, readonly string[]>;
+
+export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<string, string>>): { specs: PlannedSpec[]; groups: Groups } {
+  const groups = new Map<string, string[]>();
+  for (const spec of def.jobs) {
+    if (spec.strategy && !spec.for_each) groups.set(spec.id, spec.strategy.combos.map((_, i) => instanceId(spec.id, i)));
+  }
+  const needsOf = (spec: JobSpec) => spec.needs.flatMap((n) => groups.get(n) ?? [n]);
+  const specs: PlannedSpec[] = [];
+  for (const spec of def.jobs) {
+    const needs = needsOf(spec);
+    if (spec.for_each) {
+      // Its instances are made when its need completes; until then it is one row, its group's own.
+      const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
+      specs.push({
+        ...plain(spec, resolve, def.id),
+        needs,
+        group_id: spec.id,
+        matrix: null,
+        max_parallel: spec.strategy?.max_parallel ?? null,
+        fail_fast: spec.strategy?.fail_fast ?? true,
+        for_each: spec.for_each,
+      });
+      continue;
+    }
+    if (!spec.strategy) {
+      const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
+      specs.push({
+        ...plain(spec, resolve, def.id),
+        needs,
+        group_id: null,
+        matrix: null,
+        max_parallel: null,
+        fail_fast: false,
+        for_each: null,
+      });
+      continue;
+    }
+    const { combos, fail_fast, max_parallel } = spec.strategy;
+    combos.forEach((combo, i) => {
+      const resolve = (ref: ExprRef) =>
+        ref.kind === 'matrix' ? (Object.hasOwn(combo, ref.key) ? combo[ref.key] : '') : ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined;
+      const base = plain(spec, resolve, def.id);
+      const matrixEnv = Object.fromEntries(Object.entries(combo).map(([k, v]) => [matrixEnvName(k), valueText(v)]));
+      specs.push({
+        ...base,
+        id: instanceId(spec.id, i),
+        name: hasExpression(spec.name) ? base.name : instanceName(spec.name, Object.values(combo)),
+        env: { ...base.env, ...matrixEnv },
+        needs,
+        group_id: spec.id,
+        matrix: combo,
+        max_parallel,
+        fail_fast,
+        for_each: null,
+      });
+    });
+  }
+  return { specs, groups };
+}
+
+/** `spec` with its name, labels, env and command substituted by `resolve`. */
+function plain(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: string): JobSpec {
+  const { strategy: _strategy, for_each: _forEach, ...rest } = spec;
+  const labels = spec.labels.map((l) => {
+    if (!hasExpression(l)) return l;
+    const text = substitute(l, resolve);
+    const problem = text.trim() === '' ? 'is empty' : labelProblem(text);
+    if (problem !== null) {
+      throw new WeftError('invalid_request', `workflow "${workflowId}", job "${spec.id}": label '${l}' becomes '${text}': ${problem}`);
+    }
+    return text;
+  });
+  return {
+    ...rest,
+    name: substitute(spec.name, resolve),
+    labels: [...new Set(labels)].sort(),
+    env: Object.fromEntries(Object.entries(spec.env).map(([k, v]) => [k, substitute(v, resolve)])),
+    command: substitute(spec.command, (ref) => (ref.kind === 'matrix' ? resolve(ref) : undefined)),
+  };
+}
