@@ -58,6 +58,8 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   if (backoff !== null) out.backoff = backoff;
   if (Object.keys(job.env).length > 0) out.env = { ...job.env };
   if (job.timeout_secs !== null) out.timeout_secs = job.timeout_secs;
+  if (job.artifacts !== undefined) out.artifacts = [...job.artifacts];
+  if (job.download !== undefined) out.download = [...job.download];
   return out;
 }
 

@@ -64,6 +64,10 @@ export interface JobSpec {
   condition?: JobCondition;
   /** Display data existing clients send in the array form, kept and shown as given. */
   presentation?: JobPresentation;
+  /** `artifacts:` paths or globs uploaded after success (README "Artifacts"); absent: none. */
+  artifacts?: string[];
+  /** `download:` needs whose artifacts are fetched before the command; absent: none. */
+  download?: string[];
 }
 
 /**

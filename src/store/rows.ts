@@ -24,6 +24,7 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     failed_upstream: j.failed_upstream ? 1 : 0,
     run_cancelled: j.run_cancelled ? 1 : 0,
     conditional_dependents: j.conditional_dependents ? 1 : 0,
+    artifact_spec: j.artifact_spec ? JSON.stringify(j.artifact_spec) : null,
   };
 }
 
@@ -150,6 +151,7 @@ export function toJob(r: Row): JobRecord {
     error: (r.error as string | null) ?? null,
     outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
     upstream_outputs: JSON.parse(r.upstream_outputs as string),
+    artifact_spec: typeof r.artifact_spec === 'string' ? JSON.parse(r.artifact_spec) : null,
     worker_id: (r.worker_id as string | null) ?? null,
     lease_id: (r.lease_id as string | null) ?? null,
   };

@@ -1,4 +1,5 @@
 import { CONDITION_QUERIES } from './condition-queries.js';
+import { ARTIFACT_QUERIES } from './artifact-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 
 /**
@@ -60,7 +61,7 @@ const insertJobs = (from: string, param: string) => `
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
-        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents)
+        condition, needs_results, failed_upstream, run_cancelled, conditional_dependents, artifact_spec)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -68,12 +69,13 @@ const insertJobs = (from: string, param: string) => `
         (e.j->>'finished_at_ms')::bigint, (e.j->>'deadline_ms')::bigint, e.j->>'error', e.j->>'outputs',
         e.j->>'upstream_outputs', e.j->>'worker_id', e.j->>'lease_id',
         e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
-        (e.j->>'conditional_dependents')::smallint
+        (e.j->>'conditional_dependents')::smallint, e.j->>'artifact_spec'
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
 export const QUERIES = {
   ...RETENTION_QUERIES,
+  ...ARTIFACT_QUERIES,
   ...CONDITION_QUERIES,
   // ------------------------------------------------------------------------------------ reads
   /** $1 workflow id. */
