@@ -39,6 +39,12 @@ const claimedJob = {
     name: str,
     env: stringMap,
     timeout_secs: { type: ['integer', 'null'] },
+    // README "Artifacts": only on jobs whose definition has `artifacts:` or `download:`.
+    artifacts: strings,
+    downloads: {
+      type: 'array',
+      items: { type: 'object', properties: { job_id: str, name: str, size: int, sha256: str, path: str } },
+    },
   },
 } as const;
 

@@ -38,6 +38,20 @@ export interface ClaimedJob {
   name: string;
   env: Record<string, string>;
   timeout_secs: number | null;
+  /** `artifacts:` of the job's definition (README "Artifacts"); absent when it has neither key. */
+  artifacts?: string[];
+  /** What `download:` fetches before the command runs; absent when it has neither key. */
+  downloads?: ArtifactDownload[];
+}
+
+/** One artifact a claimed job's `download:` puts into its working directory. */
+export interface ArtifactDownload {
+  job_id: string;
+  name: string;
+  size: number;
+  sha256: string;
+  /** Where to GET it: `/api/workflows/{id}/runs/{n}/artifacts/{job_id}/{name}`, each segment URL-encoded. */
+  path: string;
 }
 
 /** The lease of a claim (docs/api.md "POST /api/jobs/claim"), with when it runs out. */

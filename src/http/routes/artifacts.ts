@@ -1,0 +1,130 @@
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { artifactView } from '../../engine/artifacts.js';
+import type { Engine } from '../../engine/engine.js';
+import { WeftError } from '../../protocol/errors.js';
+import { leaseHolder } from '../auth.js';
+import { idParam } from '../schemas.js';
+
+/**
+ * Artifacts (README "Artifacts", docs/api.md "Artifacts"): a worker uploads a file of its lease's
+ * attempt as a raw streamed body; anyone who may read downloads it, whole or by Range. Neither
+ * direction holds the file in memory: the upload is stored a chunk at a time as it arrives, the
+ * download read a chunk at a time as the connection takes it.
+ *
+ * Job ids in these paths are taken as they come (matrix instances carry `~`): the store answers
+ * whether such a job has artifacts.
+ */
+const runParams = {
+  type: 'object',
+  properties: { wf_id: idParam, run: { type: 'integer', minimum: 1 } },
+} as const;
+
+interface ArtifactParams {
+  wf_id: string;
+  run: number;
+  job_id: string;
+  '*': string;
+}
+
+export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
+  // The body of an upload goes to the route as the request stream itself, never buffered; no other
+  // route takes application/octet-stream.
+  app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
+
+  app.put<{ Params: { lease_id: string; '*': string }; Body: IncomingMessage }>(
+    '/api/jobs/:lease_id/artifacts/*',
+    { schema: { params: { type: 'object', properties: { lease_id: idParam } } } },
+    async (req, reply) => {
+      const body = req.body as unknown;
+      if (!body || typeof (body as AsyncIterable<unknown>)[Symbol.asyncIterator] !== 'function') {
+        throw new WeftError('invalid_request', 'an artifact upload must be sent with Content-Type: application/octet-stream and the file as its body');
+      }
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared > engine.artifacts.maxBytes) {
+        throw new WeftError('artifact_too_large', `the upload declares ${declared} bytes; MAX_ARTIFACT_BYTES is ${engine.artifacts.maxBytes}; nothing was stored`);
+      }
+      const sha = req.headers['x-weft-sha256'];
+      const view = await engine.artifacts.upload(
+        req.params.lease_id,
+        req.params['*'],
+        typeof sha === 'string' ? sha.toLowerCase() : undefined,
+        body as AsyncIterable<Uint8Array>,
+        leaseHolder(req),
+      );
+      return reply.code(201).send(view);
+    },
+  );
+
+  app.get<{ Params: { wf_id: string; run: number }; Querystring: { job?: string } }>(
+    '/api/workflows/:wf_id/runs/:run/artifacts',
+    {
+      schema: {
+        params: runParams,
+        querystring: { type: 'object', additionalProperties: false, properties: { job: { type: 'string', minLength: 1, maxLength: 256 } } },
+      },
+    },
+    async (req) => {
+      const { wf_id, run } = req.params;
+      const artifacts = await engine.readStore(async (r) => {
+        const wf = await r.getWorkflow(wf_id);
+        if (!wf) throw new WeftError('workflow_not_found', `no workflow "${wf_id}"`);
+        if (!(await r.getRun(wf_id, run))) throw new WeftError('run_not_found', `workflow "${wf_id}" has no run #${run} (latest is ${wf.latest_run || 'none'})`);
+        return r.listArtifacts(wf_id, run, req.query.job);
+      });
+      return { workflow_id: wf_id, run_number: run, artifacts: artifacts.map(artifactView) };
+    },
+  );
+
+  app.get<{ Params: ArtifactParams }>(
+    '/api/workflows/:wf_id/runs/:run/artifacts/:job_id/*',
+    { schema: { params: { type: 'object', properties: { ...runParams.properties, job_id: idParam } } } },
+    async (req, reply) => {
+      const a = await engine.artifacts.find(req.params.wf_id, req.params.run, req.params.job_id, req.params['*']);
+      const range = parseRange(req.headers.range, a.size);
+      if (range === 'unsatisfiable') {
+        void reply.header('content-range', `bytes */${a.size}`);
+        throw new WeftError('range_not_satisfiable', `Range "${String(req.headers.range)}" asks for bytes outside the artifact's ${a.size}`);
+      }
+      const [start, end] = range ?? [0, a.size - 1];
+      void reply
+        .header('accept-ranges', 'bytes')
+        .header('content-type', 'application/octet-stream')
+        .header('content-length', String(Math.max(0, end - start + 1)))
+        .header('content-disposition', contentDisposition(a.name))
+        .header('x-weft-sha256', a.sha256)
+        .header('etag', `"${a.sha256}"`)
+        // An artifact is never run or shown by the browser on this origin: it is a download.
+        .header('content-security-policy', "default-src 'none'; sandbox");
+      if (range) void reply.code(206).header('content-range', `bytes ${start}-${end}/${a.size}`);
+      return reply.send(Readable.from(engine.artifacts.bytes(a, start, end), { objectMode: false, highWaterMark: 1 }));
+    },
+  );
+}
+
+/**
+ * One `bytes=` range (RFC 9110 14.1.2): `a-b`, `a-` or `-n`; null for no header or one this does not
+ * take (several ranges, another unit), which is answered with the whole artifact as the RFC allows.
+ */
+export function parseRange(header: string | undefined, size: number): [number, number] | null | 'unsatisfiable' {
+  if (header === undefined) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0 || size === 0) return 'unsatisfiable';
+    return [Math.max(0, size - n), size - 1];
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'unsatisfiable';
+  return [start, end];
+}
+
+/** `attachment` with the name's last segment, ASCII-safe and RFC 5987 encoded. */
+function contentDisposition(name: string): string {
+  const base = name.slice(name.lastIndexOf('/') + 1);
+  const ascii = base.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(base)}`;
+}
