@@ -23,6 +23,7 @@ import { describe, isTransient, refusesLongPoll } from './answers.js';
 import { lacksBatches, MAX_BATCH } from './batching.js';
 import { deliverOne } from './deliver.js';
 import { afterAbort, report, type Settlement } from './job-result.js';
+import { defaultWorkRoot, fetchDownloads, makeAttemptDir, removeAttemptDir, uploadMatches } from './artifacts.js';
 import { JobRun } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { checkOptions } from './options.js';
@@ -50,6 +51,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly maxBackoffMs: number;
   private readonly abortGraceMs: number;
   private readonly handler: JobHandler;
+  /** WORK_DIR: each attempt's fresh directory is made under it. */
+  private readonly workRoot: string;
+  private readonly workDirOwner: { uid: number; gid: number } | undefined;
   /** What each job attempt uses of the worker. */
   private readonly runSettings: RunSettings;
   /** What a finished job's report uses of the worker. */
@@ -100,6 +104,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.labels = [...(opts.labels ?? [])];
     this.logger = (opts.logger ?? pino({ name: 'weft-worker', level: 'info' })).child({ worker_id: this.workerId });
     this.handler = opts.handler;
+    this.workRoot = opts.workDir ?? defaultWorkRoot();
+    this.workDirOwner = opts.workDirOwner;
     const { client, workerId, logger, maxBackoffMs } = this;
     const { heartbeatMs, cancelPollMs } = o;
     this.runSettings = { client, workerId, logger, heartbeatMs, cancelPollMs, logFlushMs: o.logFlushMs, maxBackoffMs };
@@ -348,13 +354,44 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
+  /**
+   * Runs the handler in the attempt's fresh directory (README "Artifacts"): the needs' artifacts its
+   * job's `download:` names are fetched there first, the files its `artifacts:` match uploaded after
+   * a success, and the directory removed at the end. A failed download or upload fails the attempt,
+   * retryably, with the reason in the job's log.
+   */
   private async runHandler(run: JobRun): Promise<Outcome> {
+    let dir: string | null = null;
+    let stage = 'preparing its working directory';
     try {
       if (run.abandoned) throw run.controller.signal.reason;
-      const returned = await this.handler(run.job, run.context());
-      return { ok: true, outputs: { ...run.outputs, ...normalizeOutputs(returned) } };
+      dir = await makeAttemptDir(this.workRoot, run.job, this.workDirOwner);
+      const signal = run.controller.signal;
+      if (run.job.downloads && run.job.downloads.length > 0) {
+        stage = 'downloading the artifacts of its needs';
+        await fetchDownloads(this.client, run.job.downloads, dir, signal);
+        run.log.info({ artifacts: run.job.downloads.length }, 'downloaded the artifacts of the job\'s needs');
+      }
+      stage = '';
+      const returned = await this.handler(run.job, run.context(dir));
+      const outputs = { ...run.outputs, ...normalizeOutputs(returned) };
+      if (run.job.artifacts && run.job.artifacts.length > 0 && !run.abandoned) {
+        stage = 'uploading its artifacts';
+        const { stored, missing } = await uploadMatches(this.client, run.lease.lease_id, run.job.artifacts, dir, signal);
+        if (missing.length > 0) {
+          run.context(dir).log(`weft: warning: no file matched the artifacts pattern(s) ${missing.map((m) => JSON.stringify(m)).join(', ')}`, 'stderr');
+        }
+        run.log.info({ artifacts: stored.length, bytes: stored.reduce((n, a) => n + a.size, 0) }, 'uploaded the job\'s artifacts');
+      }
+      return { ok: true, outputs };
     } catch (err) {
-      return { ok: false, error: truncateError(errorText(err)), retryable: isRetryable(err) };
+      if (stage === '' || run.abandoned) return { ok: false, error: truncateError(errorText(err)), retryable: isRetryable(err) };
+      const error = truncateError(`the worker failed while ${stage}: ${errorText(err)}`);
+      if (dir !== null) run.context(dir).log(`weft: ${error}`, 'stderr');
+      run.log.error({ err: errorText(err) }, `the worker failed while ${stage}; the attempt fails (retryable)`);
+      return { ok: false, error, retryable: true };
+    } finally {
+      if (dir !== null) await removeAttemptDir(dir).catch((err: unknown) => run.log.warn({ err: errorText(err), dir }, 'could not remove the attempt\'s directory'));
     }
   }
 
