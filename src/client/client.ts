@@ -27,6 +27,7 @@ import type {
   WorkerView,
 } from '../protocol/index.js';
 import type { ArtifactView } from '../domain/artifacts.js';
+import { nodeUpload } from './node-upload.js';
 import { artifactUrlPath, downloadArtifact, listArtifacts, uploadArtifact, type ArtifactList, type ArtifactTransport } from './artifacts.js';
 
 /**
@@ -343,8 +344,15 @@ export class WorkflowClient {
     return {
       send: async (method, path, init) => {
         let res: Response;
+        const headers = { ...this.baseHeaders, ...(init.headers as Record<string, string> | undefined) };
+        // A streamed upload goes through Node's http module, which keeps to the socket's pace (node-upload.ts),
+        // unless a fetch of the caller's own was given.
+        const streamed = init.body != null && typeof (init.body as unknown as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
         try {
-          res = await this.fetchImpl(this.baseUrl + path, { ...init, method, headers: { ...this.baseHeaders, ...(init.headers as Record<string, string> | undefined) } });
+          res =
+            streamed && this.fetchImpl === globalThis.fetch && typeof process !== 'undefined' && process.versions?.node
+              ? await nodeUpload(this.baseUrl + path, method, headers, init.body as unknown as AsyncIterable<Uint8Array>, init.signal ?? undefined)
+              : await this.fetchImpl(this.baseUrl + path, { ...init, method, headers });
         } catch (err) {
           throw networkError(err, method, path, null, init.signal ?? undefined);
         }

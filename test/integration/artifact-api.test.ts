@@ -218,3 +218,38 @@ test('with tokens: only the token that claimed the lease uploads (403 lease_not_
   }
   assert.equal((await request('GET', `${s.url}/api/workflows/wf/runs/1/artifacts`, undefined, bearer(T.read))).status, 200);
 });
+
+test('an upload may take longer than REQUEST_TIMEOUT_SECS (a large file rightly does); other slow requests are still cut', async (t) => {
+  const s = await setUp(t, { requestTimeoutMs: 1000 });
+  const c = await claim(s.url);
+  const data = randomBytes(40 * 1024);
+  async function* slowly() {
+    for (let i = 0; i < data.length; i += 4096) {
+      yield data.subarray(i, i + 4096);
+      // 10 pieces over about 2.5 s: well past the 1 s request timeout.
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  const started = Date.now();
+  const res = await fetch(`${s.url}/api/jobs/${c.lease.lease_id}/artifacts/slow.bin`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/octet-stream', 'x-weft-sha256': sha(data) },
+    body: slowly() as unknown as BodyInit,
+    duplex: 'half',
+  } as RequestInit);
+  assert.equal(res.status, 201, await res.text());
+  assert.ok(Date.now() - started > 1000, 'the upload outlasted the request timeout');
+  // A JSON body trickled as slowly is still cut at the request timeout.
+  async function* slowJson() {
+    yield Buffer.from('{"outputs":');
+    await new Promise((r) => setTimeout(r, 2500));
+    yield Buffer.from('{}}');
+  }
+  const cut = await fetch(`${s.url}/api/jobs/${c.lease.lease_id}/complete`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: slowJson() as unknown as BodyInit,
+    duplex: 'half',
+  } as RequestInit).then((r) => r.status, () => 'reset');
+  assert.ok(cut === 408 || cut === 'reset', `a slow JSON body is cut (got ${cut})`);
+});

@@ -45,6 +45,7 @@ export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
       if (Number.isFinite(declared) && declared > engine.artifacts.maxBytes) {
         throw new WeftError('artifact_too_large', `the upload declares ${declared} bytes; MAX_ARTIFACT_BYTES is ${engine.artifacts.maxBytes}; nothing was stored`);
       }
+      exemptFromRequestTimeout(req.raw);
       const sha = req.headers['x-weft-sha256'];
       const view = await engine.artifacts.upload(
         req.params.lease_id,
@@ -101,6 +102,23 @@ export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
       return reply.send(Readable.from(engine.artifacts.bytes(a, start, end), { objectMode: false, highWaterMark: 1 }));
     },
   );
+}
+
+/** How long an upload may go without a byte arriving before its connection is closed. */
+const UPLOAD_IDLE_MS = 60_000;
+
+/**
+ * REQUEST_TIMEOUT_SECS bounds how long a whole request may take to arrive (README "Limits"), which a
+ * large artifact rightly exceeds. An authenticated upload (the hooks have run) is taken out of that
+ * check, leaving Node's parser of this one request off the list of connections it watches (it joins
+ * again with the next request on the connection); instead, an upload that stalls for
+ * UPLOAD_IDLE_MS is cut. `remove` is the parser's own method (Node 18.14+); without it the upload
+ * stays bounded by REQUEST_TIMEOUT_SECS.
+ */
+function exemptFromRequestTimeout(raw: IncomingMessage): void {
+  const parser = (raw.socket as unknown as { parser?: { remove?: () => void } }).parser;
+  if (typeof parser?.remove === 'function') parser.remove();
+  raw.setTimeout(UPLOAD_IDLE_MS, () => raw.destroy(new Error(`no upload bytes for ${UPLOAD_IDLE_MS / 1000} s`)));
 }
 
 /**
