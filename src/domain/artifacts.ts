@@ -11,8 +11,11 @@ export const DEFAULT_MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024;
 /** Bytes per stored chunk: the unit of a write and of a read, whatever the artifact's size. */
 export const ARTIFACT_CHUNK_BYTES = 1024 * 1024;
 
-/** Longest artifact name (its path relative to the job's working directory), in characters. */
-export const MAX_ARTIFACT_NAME = 512;
+/**
+ * Longest artifact name (its path relative to the job's working directory), in characters. URL-encoded
+ * it must still fit the router's 512 characters a path segment.
+ */
+export const MAX_ARTIFACT_NAME = 255;
 
 /** Most `artifacts:` patterns one job may list. */
 export const MAX_ARTIFACT_PATTERNS = 100;

@@ -45,7 +45,7 @@ export class Artifacts {
       const hash = createHash('sha256');
       let size = 0;
       let seq = 0;
-      let chunk = Buffer.allocUnsafe(ARTIFACT_CHUNK_BYTES);
+      const chunk = Buffer.allocUnsafe(ARTIFACT_CHUNK_BYTES);
       let filled = 0;
       for await (const data of body) {
         size += data.byteLength;
@@ -60,9 +60,9 @@ export class Artifacts {
           filled += n;
           at += n;
           if (filled === ARTIFACT_CHUNK_BYTES) {
-            // Awaited before more is read: the request stream waits meanwhile (backpressure).
+            // Awaited before more is read: the request stream waits meanwhile (backpressure). The store
+            // has copied the chunk once the write resolves, so the one buffer serves every chunk.
             await this.store.putArtifactChunk(blobId, seq++, chunk);
-            chunk = Buffer.allocUnsafe(ARTIFACT_CHUNK_BYTES);
             filled = 0;
           }
         }

@@ -63,9 +63,7 @@ test('a 1 GiB artifact goes worker → server → worker → client streamed: se
   const worker = track(t, spawnWeft(['worker'], { ...sb.env, SERVER_URL: server.url, WORK_DIR: path.join(sb.dir, 'work'), LONG_POLL_SECS: '1' }, sb.dir));
   await worker.waitFor(/weft worker .* started/);
   await c.run('big');
-  console.error('DBG warm run started');
   assert.equal((await c.settled('big', 120_000)).status, 'success');
-  console.error('DBG warm done');
 
   // The real workflow, replacing the warm-up one.
   const real = await c.put('/api/workflows/big', {
@@ -91,9 +89,7 @@ test('a 1 GiB artifact goes worker → server → worker → client streamed: se
   const watch = { server: sampler(serverPid), worker: sampler(workerPid) };
 
   await c.run('big');
-  console.error('DBG big started');
   const done = await c.settled('big', 1_500_000);
-  console.error('DBG big done');
   assert.equal(done.status, 'success', JSON.stringify(done.jobs.map((j: any) => [j.id, j.state, j.error])));
   const outs = Object.fromEntries(done.jobs.map((j: any) => [j.id, j.outputs]));
   assert.match(outs.make.sum, /^[0-9a-f]{64}$/);

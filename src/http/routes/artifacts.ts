@@ -14,7 +14,8 @@ import { idParam } from '../schemas.js';
  * download read a chunk at a time as the connection takes it.
  *
  * Job ids in these paths are taken as they come (matrix instances carry `~`): the store answers
- * whether such a job has artifacts.
+ * whether such a job has artifacts. A name is one path segment, URL-encoded (its `/` as %2F); the
+ * router decodes it and the engine checks it (domain/artifacts.ts).
  */
 const runParams = {
   type: 'object',
@@ -25,7 +26,7 @@ interface ArtifactParams {
   wf_id: string;
   run: number;
   job_id: string;
-  '*': string;
+  name: string;
 }
 
 export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
@@ -33,8 +34,8 @@ export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
   // route takes application/octet-stream.
   app.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
 
-  app.put<{ Params: { lease_id: string; '*': string }; Body: IncomingMessage }>(
-    '/api/jobs/:lease_id/artifacts/*',
+  app.put<{ Params: { lease_id: string; name: string }; Body: IncomingMessage }>(
+    '/api/jobs/:lease_id/artifacts/:name',
     { schema: { params: { type: 'object', properties: { lease_id: idParam } } } },
     async (req, reply) => {
       const body = req.body as unknown;
@@ -49,7 +50,7 @@ export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
       const sha = req.headers['x-weft-sha256'];
       const view = await engine.artifacts.upload(
         req.params.lease_id,
-        req.params['*'],
+        req.params.name,
         typeof sha === 'string' ? sha.toLowerCase() : undefined,
         body as AsyncIterable<Uint8Array>,
         leaseHolder(req),
@@ -79,10 +80,10 @@ export function artifactRoutes(app: FastifyInstance, engine: Engine): void {
   );
 
   app.get<{ Params: ArtifactParams }>(
-    '/api/workflows/:wf_id/runs/:run/artifacts/:job_id/*',
+    '/api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name',
     { schema: { params: { type: 'object', properties: { ...runParams.properties, job_id: idParam } } } },
     async (req, reply) => {
-      const a = await engine.artifacts.find(req.params.wf_id, req.params.run, req.params.job_id, req.params['*']);
+      const a = await engine.artifacts.find(req.params.wf_id, req.params.run, req.params.job_id, req.params.name);
       const range = parseRange(req.headers.range, a.size);
       if (range === 'unsatisfiable') {
         void reply.header('content-range', `bytes */${a.size}`);
