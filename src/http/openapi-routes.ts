@@ -13,6 +13,7 @@ export const TAGS = [
   { name: 'jobs', description: 'The worker protocol: claims and the calls on a lease' },
   { name: 'batches', description: 'Batched worker calls for workers that run many jobs at once' },
   { name: 'logs', description: 'Job logs, stored and live' },
+  { name: 'artifacts', description: "Files a job's successful attempt uploaded, for later jobs and for people" },
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 
@@ -211,6 +212,50 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'Renew many leases',
     responses: { 200: { description: 'One result per lease, in order' } },
     examples: ex.heartbeatBatchExamples,
+  },
+  'PUT /api/jobs/:lease_id/artifacts/:name': {
+    tag: 'artifacts',
+    summary: "Upload a file of the lease's attempt as artifact {name}",
+    description:
+      'The body is the file, `Content-Type: application/octet-stream`, streamed; `x-weft-sha256` is its SHA-256 (64 lowercase hex ' +
+      'digits). `{name}` is the path relative to the job\'s working directory, URL-encoded as one segment. The lease must be live ' +
+      'and held by the caller\'s token when the upload starts and ends. The server hashes as it stores and refuses a mismatch; ' +
+      'over MAX_ARTIFACT_BYTES it answers 413. Either way nothing is stored. The same name again in the attempt replaces it; ' +
+      'only a successful attempt\'s artifacts are ever listed. Exempt from REQUEST_TIMEOUT_SECS; cut after 60 s without a byte.',
+    errors: [
+      'invalid_artifact_name',
+      'artifact_checksum_mismatch',
+      'artifact_too_large',
+      'unsupported_media_type',
+      'lease_not_yours',
+      'job_cancelled',
+      ...LEASE_ERRORS,
+    ],
+    headers: {
+      type: 'object',
+      required: ['x-weft-sha256'],
+      properties: { 'x-weft-sha256': { type: 'string', pattern: '^[0-9a-f]{64}$', description: "SHA-256 of the body, as the uploader computed it" } },
+    },
+    responses: { 201: { description: 'Stored', schema: shape.artifactView } },
+  },
+  'GET /api/workflows/:wf_id/runs/:run/artifacts': {
+    tag: 'artifacts',
+    summary: "A run's artifacts",
+    description: "Of the jobs that succeeded, by job then name; `job` keeps one job's. A re-run's kept jobs list those of the run they were kept from.",
+    errors: ['workflow_not_found', 'run_not_found'],
+    responses: { 200: { description: 'The artifacts', schema: shape.artifactList } },
+  },
+  'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name': {
+    tag: 'artifacts',
+    summary: 'Download an artifact (Range supported)',
+    description:
+      'The bytes, streamed, as an attachment, with `x-weft-sha256`, `ETag` and `Accept-Ranges: bytes`. One `Range` (`bytes=a-b`, ' +
+      '`bytes=a-`, `bytes=-n`) answers 206 with `Content-Range`; a range past the end answers 416; several ranges get the whole file.',
+    errors: ['artifact_not_found', 'range_not_satisfiable'],
+    responses: {
+      200: { description: 'The whole artifact', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+      206: { description: 'The requested range', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+    },
   },
   'GET /api/workflows/:wf_id/jobs/:job_id/logs': {
     tag: 'logs',

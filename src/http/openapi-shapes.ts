@@ -191,6 +191,25 @@ export const workerView = {
 
 export const workerList = { type: 'array', items: workerView } as const;
 
+/** An artifact as listed (README "Artifacts"). */
+export const artifactView = {
+  type: 'object',
+  required: ['job_id', 'name', 'size', 'sha256', 'created_at_ms'],
+  properties: {
+    job_id: { type: 'string' },
+    name: { type: 'string' },
+    size: { type: 'integer', minimum: 0 },
+    sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+    created_at_ms: { type: 'integer' },
+  },
+} as const;
+
+export const artifactList = {
+  type: 'object',
+  required: ['workflow_id', 'run_number', 'artifacts'],
+  properties: { workflow_id: { type: 'string' }, run_number: { type: 'integer' }, artifacts: { type: 'array', items: artifactView } },
+} as const;
+
 export const logChunks = {
   type: 'array',
   items: {
