@@ -26,7 +26,7 @@ async function put(base: string, leaseId: string, name: string, data: Buffer, op
   const res = await fetch(`${base}/api/jobs/${encodeURIComponent(leaseId)}/artifacts/${encodeURIComponent(name)}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/octet-stream', 'x-weft-sha256': opts.sha ?? sha(data), ...opts.headers },
-    body: pieces() as unknown as BodyInit,
+    body: pieces() as unknown as RequestInit['body'],
     duplex: 'half',
   } as RequestInit);
   const text = await res.text();
@@ -102,7 +102,7 @@ test('an upload is stored with its SHA-256; a download answers the same bytes, w
   const beyond = await fetch(url, { headers: { range: `bytes=${data.length}-` } });
   assert.equal(beyond.status, 416);
   assert.equal(beyond.headers.get('content-range'), `bytes */${data.length}`);
-  assert.equal((await beyond.json()).error, 'range_not_satisfiable');
+  assert.equal(((await beyond.json()) as any).error, 'range_not_satisfiable');
 
   const missing = await request('GET', `${s.url}/api/workflows/wf/runs/1/artifacts/build/nope`);
   assert.equal(missing.status, 404);
@@ -152,7 +152,7 @@ test('MAX_ARTIFACT_BYTES: a larger upload is refused 413 as it streams (or at on
     body: big,
   });
   assert.equal(declared.status, 413);
-  assert.equal((await declared.json()).error, 'artifact_too_large');
+  assert.equal(((await declared.json()) as any).error, 'artifact_too_large');
   const exact = randomBytes(3 * 1024 * 1024);
   assert.equal((await put(s.url, c.lease.lease_id, 'exact.bin', exact)).status, 201, 'exactly the cap is allowed');
   const chunks = s.store['db'].prepare('SELECT count(*) AS n FROM artifact_chunks').get() as { n: number };
@@ -234,7 +234,7 @@ test('an upload may take longer than REQUEST_TIMEOUT_SECS (a large file rightly 
   const res = await fetch(`${s.url}/api/jobs/${c.lease.lease_id}/artifacts/slow.bin`, {
     method: 'PUT',
     headers: { 'content-type': 'application/octet-stream', 'x-weft-sha256': sha(data) },
-    body: slowly() as unknown as BodyInit,
+    body: slowly() as unknown as RequestInit['body'],
     duplex: 'half',
   } as RequestInit);
   assert.equal(res.status, 201, await res.text());
@@ -248,7 +248,7 @@ test('an upload may take longer than REQUEST_TIMEOUT_SECS (a large file rightly 
   const cut = await fetch(`${s.url}/api/jobs/${c.lease.lease_id}/complete`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: slowJson() as unknown as BodyInit,
+    body: slowJson() as unknown as RequestInit['body'],
     duplex: 'half',
   } as RequestInit).then((r) => r.status, () => 'reset');
   assert.ok(cut === 408 || cut === 'reset', `a slow JSON body is cut (got ${cut})`);

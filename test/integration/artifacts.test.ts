@@ -55,10 +55,6 @@ async function startWorker(t: TestContext, sb: Sandbox, url: string, workDir: st
   return w;
 }
 
-function outputsOf(status: any): Record<string, Record<string, string>> {
-  return Object.fromEntries(status.jobs.map((j: any) => [j.id, j.outputs ?? j.output ?? {}]));
-}
-
 async function pipeline(t: TestContext, sb: Sandbox, extraEnv: Record<string, string>, chunks: () => Promise<number>) {
   const server = await serverProcess(t, sb, { RETAIN_RUNS: '1', REAP_INTERVAL_SECS: '0.2', ...extraEnv });
   const c = client(server.url);
