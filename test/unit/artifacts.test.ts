@@ -61,3 +61,24 @@ test('the worker matches files only, never through or as a symbolic link, and jo
   assert.throws(() => insideDir(dir, '../x'), /must not contain a "\.\." segment/);
   assert.throws(() => insideDir(dir, '/etc/passwd'), /absolute/);
 });
+
+test('definitions: artifacts: and download: are read, checked and left out when absent (the hash stays)', async () => {
+  const { DefinitionError, definitionHash, parseWorkflowText } = await import('../../src/definitions/index.js');
+  const parse = (text: string) => parseWorkflowText(text, { source: 'ci.yml', format: 'yaml', id: 'ci' });
+  const def = parse('jobs:\n  build: { run: make, artifacts: [dist, "**/*.xml"] }\n  ship: { needs: build, download: build, run: ls }\n');
+  assert.deepEqual(def.jobs.map((j) => [j.id, j.artifacts, j.download]), [['build', ['dist', '**/*.xml'], undefined], ['ship', undefined, ['build']]]);
+  const plain = parse('jobs:\n  build: { run: make }\n');
+  assert.equal('artifacts' in plain.jobs[0]!, false);
+  assert.equal(definitionHash(plain), definitionHash(parse('jobs:\n  build:\n    run: make\n')));
+  let err: unknown;
+  try {
+    parse('jobs:\n  a: { run: x, artifacts: ["../up", "/abs"] }\n  b: { run: y, download: [a] }\n');
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof DefinitionError);
+  const issues = (err as InstanceType<typeof DefinitionError>).issues.map((i) => `${i.job}.${i.field}: ${i.message}`);
+  assert.ok(issues.some((i) => /^a\.artifacts\[0\]: "\.\.\/up"/.test(i)), issues.join('\n'));
+  assert.ok(issues.some((i) => /^a\.artifacts\[1\]: "\/abs"/.test(i)), issues.join('\n'));
+  assert.ok(issues.some((i) => /^b\.download: "a" is not one of this job's needs/.test(i)), issues.join('\n'));
+});
