@@ -281,7 +281,13 @@ export class Engine extends EngineReads {
     this.emitJobs(claimed.map((c) => c.job));
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
     const results = claimed.map(claimResult);
-    await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
+    try {
+      await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
+    } catch (err) {
+      // Nobody will run a claim that cannot be answered: hand the leases back rather than let them run out.
+      await this.release(results).catch(() => {});
+      throw err;
+    }
     return results;
   }
 

@@ -87,6 +87,15 @@ export async function fetchDownloads(client: Pick<WorkflowClient, 'downloadArtif
   }
 }
 
+/** Gives everything under `dir` (not following links) to JOB_USER, so that its job may change the files `download:` put there. */
+export async function chownTree(dir: string, owner: { uid: number; gid: number }): Promise<void> {
+  for (const e of await fs.readdir(dir, { withFileTypes: true })) {
+    const full = path.join(dir, e.name);
+    await fs.lchown(full, owner.uid, owner.gid);
+    if (e.isDirectory()) await chownTree(full, owner);
+  }
+}
+
 /**
  * The files under `dir` that `patterns` match, as names (relative, `/`-separated), sorted. A plain
  * path names one file or every file under one directory; a glob is matched against every file's

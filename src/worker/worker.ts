@@ -23,11 +23,12 @@ import { describe, isTransient, refusesLongPoll } from './answers.js';
 import { lacksBatches, MAX_BATCH } from './batching.js';
 import { deliverOne } from './deliver.js';
 import { afterAbort, report, type Settlement } from './job-result.js';
-import { defaultWorkRoot, fetchDownloads, makeAttemptDir, removeAttemptDir, uploadMatches } from './artifacts.js';
+import { defaultWorkRoot } from './artifacts.js';
+import { runAttempt } from './attempt.js';
 import { JobRun } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { checkOptions } from './options.js';
-import { errorText, isRetryable, normalizeOutputs, truncateError, type Outcome } from './outcome.js';
+import type { Outcome } from './outcome.js';
 import { ReportBatcher } from './report-batcher.js';
 import type { ClaimAlong, Deliver, ReportChannel, RunSettings, Settling } from './seams.js';
 import { backoffMs, now, Wakeup } from './timing.js';
@@ -354,45 +355,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
-  /**
-   * Runs the handler in the attempt's fresh directory (README "Artifacts"): the needs' artifacts its
-   * job's `download:` names are fetched there first, the files its `artifacts:` match uploaded after
-   * a success, and the directory removed at the end. A failed download or upload fails the attempt,
-   * retryably, with the reason in the job's log.
-   */
-  private async runHandler(run: JobRun): Promise<Outcome> {
-    let dir: string | null = null;
-    let stage = 'preparing its working directory';
-    try {
-      if (run.abandoned) throw run.controller.signal.reason;
-      dir = await makeAttemptDir(this.workRoot, run.job, this.workDirOwner);
-      const signal = run.controller.signal;
-      if (run.job.downloads && run.job.downloads.length > 0) {
-        stage = 'downloading the artifacts of its needs';
-        await fetchDownloads(this.client, run.job.downloads, dir, signal);
-        run.log.info({ artifacts: run.job.downloads.length }, 'downloaded the artifacts of the job\'s needs');
-      }
-      stage = '';
-      const returned = await this.handler(run.job, run.context(dir));
-      const outputs = { ...run.outputs, ...normalizeOutputs(returned) };
-      if (run.job.artifacts && run.job.artifacts.length > 0 && !run.abandoned) {
-        stage = 'uploading its artifacts';
-        const { stored, missing } = await uploadMatches(this.client, run.lease.lease_id, run.job.artifacts, dir, signal);
-        if (missing.length > 0) {
-          run.context(dir).log(`weft: warning: no file matched the artifacts pattern(s) ${missing.map((m) => JSON.stringify(m)).join(', ')}`, 'stderr');
-        }
-        run.log.info({ artifacts: stored.length, bytes: stored.reduce((n, a) => n + a.size, 0) }, 'uploaded the job\'s artifacts');
-      }
-      return { ok: true, outputs };
-    } catch (err) {
-      if (stage === '' || run.abandoned) return { ok: false, error: truncateError(errorText(err)), retryable: isRetryable(err) };
-      const error = truncateError(`the worker failed while ${stage}: ${errorText(err)}`);
-      if (dir !== null) run.context(dir).log(`weft: ${error}`, 'stderr');
-      run.log.error({ err: errorText(err) }, `the worker failed while ${stage}; the attempt fails (retryable)`);
-      return { ok: false, error, retryable: true };
-    } finally {
-      if (dir !== null) await removeAttemptDir(dir).catch((err: unknown) => run.log.warn({ err: errorText(err), dir }, 'could not remove the attempt\'s directory'));
-    }
+  private runHandler(run: JobRun): Promise<Outcome> {
+    return runAttempt(run, { client: this.client, workRoot: this.workRoot, owner: this.workDirOwner }, this.handler);
   }
 
   /** Counts how a job ended and tells the listeners. */
