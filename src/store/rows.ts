@@ -151,7 +151,8 @@ export function toJob(r: Row): JobRecord {
     error: (r.error as string | null) ?? null,
     outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
     upstream_outputs: JSON.parse(r.upstream_outputs as string),
-    artifact_spec: typeof r.artifact_spec === 'string' ? JSON.parse(r.artifact_spec) : null,
+    // Only on jobs that have one: a job without `artifacts:`/`download:` reads as it always did.
+    ...(typeof r.artifact_spec === 'string' ? { artifact_spec: JSON.parse(r.artifact_spec) } : {}),
     worker_id: (r.worker_id as string | null) ?? null,
     lease_id: (r.lease_id as string | null) ?? null,
   };
