@@ -26,6 +26,9 @@ import type {
   StatusDocument,
   WorkerView,
 } from '../protocol/index.js';
+import type { ArtifactView } from '../domain/artifacts.js';
+import { nodeUpload } from './node-upload.js';
+import { artifactUrlPath, downloadArtifact, listArtifacts, uploadArtifact, type ArtifactList, type ArtifactTransport } from './artifacts.js';
 
 /**
  * Any non-2xx answer. `status`/`statusText` are the HTTP ones (docs/api.md "Errors"); `error`/`message` are the
@@ -313,6 +316,50 @@ export class WorkflowClient {
   isCancelled(workflowId: string, jobId: string, opts: RequestOptions & { run?: number } = {}): Promise<boolean> {
     const { run, ...request } = opts;
     return this.request('GET', `/api/jobs/${enc(workflowId)}/${enc(jobId)}/cancelled`, undefined, { run }, request);
+  }
+
+  // ------------------------------------------------------------- artifacts (README "Artifacts")
+
+  /** Uploads `body` as artifact `name` of the lease's attempt, streamed; `sha256` is its digest. */
+  uploadArtifact(leaseId: string, name: string, body: AsyncIterable<Uint8Array> | Uint8Array, sha256: string, opts?: { size?: number; signal?: AbortSignal }): Promise<ArtifactView> {
+    return uploadArtifact(this.artifactTransport(), leaseId, name, body, sha256, opts);
+  }
+
+  /** The run's artifacts (one job's, with `jobId`). */
+  listArtifacts(workflowId: string, run: number, jobId?: string): Promise<ArtifactList> {
+    return listArtifacts(this.artifactTransport(), workflowId, run, jobId);
+  }
+
+  /** One artifact as a streaming Response (`range`: e.g. `bytes=100-`). */
+  downloadArtifact(workflowId: string, run: number, jobId: string, name: string, opts?: { range?: string; signal?: AbortSignal }): Promise<Response> {
+    return downloadArtifact(this.artifactTransport(), artifactUrlPath(workflowId, run, jobId, name), opts);
+  }
+
+  /** The same, by the download path a claimed job's `downloads` entry names. */
+  downloadArtifactPath(path: string, opts?: { range?: string; signal?: AbortSignal }): Promise<Response> {
+    return downloadArtifact(this.artifactTransport(), path, opts);
+  }
+
+  private artifactTransport(): ArtifactTransport {
+    return {
+      send: async (method, path, init) => {
+        let res: Response;
+        const headers = { ...this.baseHeaders, ...(init.headers as Record<string, string> | undefined) };
+        // A streamed upload goes through Node's http module, which keeps to the socket's pace (node-upload.ts),
+        // unless a fetch of the caller's own was given.
+        const streamed = init.body != null && typeof (init.body as unknown as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
+        try {
+          res =
+            streamed && this.fetchImpl === globalThis.fetch && typeof process !== 'undefined' && process.versions?.node
+              ? await nodeUpload(this.baseUrl + path, method, headers, init.body as unknown as AsyncIterable<Uint8Array>, init.signal ?? undefined)
+              : await this.fetchImpl(this.baseUrl + path, { ...init, method, headers });
+        } catch (err) {
+          throw networkError(err, method, path, null, init.signal ?? undefined);
+        }
+        if (!res.ok) throw await apiError(res, method, path);
+        return res;
+      },
+    };
   }
 
   health(): Promise<{ ok: boolean; event_loop_delay_ms?: { p50: number; p99: number; max: number } }> {

@@ -5,6 +5,7 @@
 import { JOB_CONDITIONS, type JobCondition } from '../domain/conditions.js';
 import { labelProblem, MAX_LABELS } from '../domain/labels.js';
 import type { JobPresentation, JobSpec } from '../domain/model.js';
+import { artifactPatternProblem, MAX_ARTIFACT_PATTERNS } from '../domain/artifacts.js';
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
@@ -53,7 +54,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -92,6 +93,8 @@ export const ARRAY_JOB_KEYS: JobKeys = {
     'backoff',
     'env',
     'timeout_secs',
+    'artifacts',
+    'download',
     ...RUNTIME_KEYS,
     ...PRESENTATION_KEYS,
   ],
@@ -150,7 +153,30 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   if (forEach) spec.for_each = forEach;
   const strategy = keys.steps !== null ? readStrategy(raw.strategy, at('strategy'), !isAbsent(raw.for_each)) : undefined;
   if (strategy) spec.strategy = strategy;
+  // Left out when absent, so that definitions without them keep their shape and hash.
+  if (!isAbsent(raw.artifacts)) spec.artifacts = readArtifactPatterns(raw.artifacts, at('artifacts'));
+  if (!isAbsent(raw.download)) spec.download = readDownload(raw.download, needs, at('download'));
   return spec;
+}
+
+/** `artifacts:` paths or globs, relative to the working directory (src/domain/artifacts.ts). */
+function readArtifactPatterns(value: unknown, at: At): string[] {
+  const patterns = uniqueInOrder(readStringList(value, at));
+  if (patterns.length > MAX_ARTIFACT_PATTERNS) at.issues.add(at.job, at.field, `lists ${patterns.length} patterns; at most ${MAX_ARTIFACT_PATTERNS}`);
+  patterns.forEach((p, i) => {
+    const problem = artifactPatternProblem(p);
+    if (problem !== null) at.issues.add(at.job, `${at.field}[${i}]`, `"${p}" ${problem}`);
+  });
+  return patterns;
+}
+
+/** `download:` names needs of the job (only their artifacts exist when it starts). */
+function readDownload(value: unknown, needs: readonly string[], at: At): string[] {
+  const wanted = uniqueInOrder(readStringList(value, at));
+  for (const w of wanted) {
+    if (!needs.includes(w)) at.issues.add(at.job, at.field, `"${w}" is not one of this job's needs (${needs.length > 0 ? needs.join(', ') : 'it has none'}); only a need's artifacts exist when the job starts`);
+  }
+  return wanted;
 }
 
 const ARRAY_FORM_IF =

@@ -66,6 +66,8 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
       ...(job.strategy.max_parallel !== null ? { max_parallel: job.strategy.max_parallel } : {}),
     };
   }
+  if (job.artifacts !== undefined) out.artifacts = [...job.artifacts];
+  if (job.download !== undefined) out.download = [...job.download];
   return out;
 }
 

@@ -24,10 +24,14 @@ const WORKER_ROUTES = new Set([
   'POST /api/jobs/:lease_id/complete',
   'POST /api/jobs/:lease_id/fail',
   'POST /api/jobs/:lease_id/logs',
+  'PUT /api/jobs/:lease_id/artifacts/:name',
 ]);
 
-/** Reads a worker needs besides its own calls: whether its job was cancelled. */
-const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled']);
+/**
+ * Reads a worker needs besides its own calls: whether its job was cancelled, and the artifacts its
+ * job's `download:` names (README "Artifacts").
+ */
+const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name']);
 
 /**
  * Answered to anyone: load balancers probe health without credentials, and the dashboard's files

@@ -68,6 +68,10 @@ export interface JobSpec {
   strategy?: JobStrategy;
   /** `for_each: ${{ needs.<job>.outputs.<key> }}`: one instance per item of that output's JSON array. */
   for_each?: { job: string; key: string };
+  /** `artifacts:` paths or globs uploaded after success (README "Artifacts"); absent: none. */
+  artifacts?: string[];
+  /** `download:` needs whose artifacts are fetched before the command; absent: none. */
+  download?: string[];
 }
 
 /** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */

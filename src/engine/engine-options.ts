@@ -75,4 +75,6 @@ export interface EngineOptions {
   scheduleGraceMs?: number;
   /** MAX_LOG_BYTES_PER_ATTEMPT: the most log data one attempt of a job keeps (default 64 MiB). */
   maxLogBytesPerAttempt?: number;
+  /** MAX_ARTIFACT_BYTES: the largest artifact an upload may store (default 1 GiB, README "Artifacts"). */
+  maxArtifactBytes?: number;
 }

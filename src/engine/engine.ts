@@ -40,6 +40,7 @@ import {
   type PruneTotals,
   type RetentionPolicy,
 } from './retention.js';
+import { Artifacts } from './artifacts.js';
 import { claimResult, leaseView, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
@@ -70,10 +71,13 @@ export class Engine extends EngineReads {
 
   /** MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
   private readonly maxLogBytesPerAttempt: number;
+  /** Artifacts (README "Artifacts"): uploads, listings, downloads. */
+  readonly artifacts: Artifacts;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.maxLogBytesPerAttempt = opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT;
+    this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.refused(id, outcome, holder), opts.maxArtifactBytes);
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.workerRetainMs = opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS;
     this.log = opts.logger;
@@ -276,7 +280,15 @@ export class Engine extends EngineReads {
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
-    return claimed.map(claimResult);
+    const results = claimed.map(claimResult);
+    try {
+      await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
+    } catch (err) {
+      // Nobody will run a claim that cannot be answered: hand the leases back rather than let them run out.
+      await this.release(results).catch(() => {});
+      throw err;
+    }
+    return results;
   }
 
   /**

@@ -72,6 +72,7 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       error: null,
       outputs: was !== undefined ? (was.outputs ?? {}) : null,
       upstream_outputs: upstream,
+      artifact_spec: spec.artifacts || spec.download ? { paths: spec.artifacts ?? [], download: spec.download ?? [] } : null,
       worker_id: was?.worker_id ?? null,
       lease_id: null,
       group_id: spec.group_id,

@@ -14,6 +14,7 @@ export const TAGS = [
   { name: 'jobs', description: 'The worker protocol: claims and the calls on a lease' },
   { name: 'batches', description: 'Batched worker calls for workers that run many jobs at once' },
   { name: 'logs', description: 'Job logs, stored and live' },
+  { name: 'artifacts', description: "Files a job's successful attempt uploaded, for later jobs and for people" },
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 

@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   invalid_last_event_id: { status: 400, meaning: 'Last-Event-ID is not a log sequence number' },
   bad_url: { status: 400, meaning: 'the URL cannot be routed (bad encoding, too long a segment)' },
   bad_request: { status: 400, meaning: 'the HTTP request is malformed' },
+  invalid_artifact_name: { status: 400, meaning: 'an artifact name must be a relative path without `..`, `.`, empty segments, backslashes or control characters' },
+  artifact_checksum_mismatch: { status: 400, meaning: 'the uploaded bytes do not hash to the x-weft-sha256 the upload declared; nothing was stored' },
   // 401/403: authentication is on (README "Access tokens").
   unauthorized: { status: 401, meaning: 'no token, or one the server does not know; send `Authorization: Bearer <token>`' },
   forbidden: { status: 403, meaning: "the token's role does not allow this route" },
@@ -26,6 +28,7 @@ export const ERROR_CODES = {
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },
   job_not_found: { status: 404, meaning: 'the workflow has no job with that id' },
   run_not_found: { status: 404, meaning: 'the workflow has no run with that number' },
+  artifact_not_found: { status: 404, meaning: "the run's job has no artifact of that name (only a successful attempt's artifacts exist)" },
   // 409: the request conflicts with the current state.
   workflow_exists: { status: 409, meaning: 'a workflow with that id already exists' },
   run_active: { status: 409, meaning: 'the workflow already has an active run' },
@@ -41,6 +44,8 @@ export const ERROR_CODES = {
   // Transport limits.
   request_timeout: { status: 408, meaning: 'the request did not arrive whole within REQUEST_TIMEOUT_SECS' },
   payload_too_large: { status: 413, meaning: 'the body is larger than the server accepts' },
+  artifact_too_large: { status: 413, meaning: 'the artifact is larger than MAX_ARTIFACT_BYTES; nothing was stored' },
+  range_not_satisfiable: { status: 416, meaning: 'the Range header asks for bytes the artifact does not have' },
   unsupported_media_type: { status: 415, meaning: 'the body is not application/json' },
   headers_too_large: { status: 431, meaning: 'the request headers are larger than the server accepts' },
   internal: { status: 500, meaning: 'a server fault; the server log has the details' },

@@ -6,6 +6,7 @@
  */
 import { Type, type Static } from 'typebox';
 import type { IncomingLogChunk, UpstreamOutputs, WireBackoff } from '../domain/model.js';
+import { ArtifactDownload } from './artifacts-wire.js';
 import { Id, JobStateSchema, Labels, LeaseTtl, nullable, OutputsInput, StringMap, stringEnum, WaitSecs, WorkerId } from './schema-parts.js';
 
 export type { IncomingLogChunk };
@@ -46,6 +47,11 @@ export const ClaimedJob = Type.Object({
   name: Type.String(),
   env: StringMap,
   timeout_secs: nullable(Type.Integer()),
+  // README "Artifacts": only on jobs whose definition has `artifacts:` or `download:`.
+  /** `artifacts:` of the job's definition: paths or globs uploaded after success. */
+  artifacts: Type.Optional(Type.Array(Type.String())),
+  /** What `download:` fetches into the working directory before the command runs. */
+  downloads: Type.Optional(Type.Array(ArtifactDownload)),
 });
 export type ClaimedJob = Static<typeof ClaimedJob>;
 

@@ -13,3 +13,4 @@ export * from './runs-wire.js';
 export * from './workers-wire.js';
 export * from './logs-wire.js';
 export * from './service-wire.js';
+export * from './artifacts-wire.js';

@@ -44,6 +44,8 @@ export interface ServerConfig {
   eventsReplayBytes: number;
   streamBacklogBytes: number;
   maxLogBytesPerAttempt: number;
+  /** MAX_ARTIFACT_BYTES (README "Artifacts"). */
+  maxArtifactBytes: number;
 }
 
 const MIB = 1024 * 1024;
@@ -89,6 +91,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     eventsReplayBytes: envNumber(env, 'EVENTS_REPLAY_BYTES', 8 * MIB, { min: 0, integer: true }),
     streamBacklogBytes: envNumber(env, 'STREAM_BACKLOG_BYTES', 4 * MIB, { min: 16 * 1024, integer: true }),
     maxLogBytesPerAttempt: envNumber(env, 'MAX_LOG_BYTES_PER_ATTEMPT', 64 * MIB, { min: 1024, integer: true }),
+    maxArtifactBytes: envNumber(env, 'MAX_ARTIFACT_BYTES', 1024 * MIB, { min: 0, integer: true }),
   };
 }
 

@@ -40,6 +40,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     workerRetainMs: config.workerRetainMs,
     scheduleGraceMs: scheduleGraceMs(config),
     maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
+    maxArtifactBytes: config.maxArtifactBytes,
   });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;

@@ -1,3 +1,4 @@
+import type { ArtifactSpec } from '../domain/artifacts.js';
 import type { JobCondition, NeedsResults } from '../domain/conditions.js';
 import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 
@@ -96,6 +97,8 @@ export interface JobRecord {
   error: string | null;
   outputs: Outputs | null;
   upstream_outputs: UpstreamOutputs;
+  /** `artifacts:` and `download:` of the job's definition (README "Artifacts"); null or absent: neither. */
+  artifact_spec?: ArtifactSpec | null;
   worker_id: string | null;
   lease_id: string | null;
   /**

@@ -31,6 +31,7 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     for_each: j.for_each == null ? null : JSON.stringify(j.for_each),
     item: j.item === null || j.item === undefined ? null : JSON.stringify(j.item),
     item_index: j.item_index ?? null,
+    artifact_spec: j.artifact_spec ? JSON.stringify(j.artifact_spec) : null,
   };
 }
 
@@ -157,6 +158,8 @@ export function toJob(r: Row): JobRecord {
     error: (r.error as string | null) ?? null,
     outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
     upstream_outputs: JSON.parse(r.upstream_outputs as string),
+    // Only on jobs that have one: a job without `artifacts:`/`download:` reads as it always did.
+    ...(typeof r.artifact_spec === 'string' ? { artifact_spec: JSON.parse(r.artifact_spec) } : {}),
     worker_id: (r.worker_id as string | null) ?? null,
     lease_id: (r.lease_id as string | null) ?? null,
     group_id: (r.group_id as string | null | undefined) ?? null,

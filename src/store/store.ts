@@ -34,7 +34,10 @@ import type {
   StartedRuns,
 } from './operations.js';
 
+import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
+
 export type * from './records.js';
+export type * from './artifact-types.js';
 export type * from './operations.js';
 
 /**
@@ -47,7 +50,7 @@ export type * from './operations.js';
  * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
  * one of the operations of `Store`.
  */
-export interface StoreReads {
+export interface StoreReads extends ArtifactReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
@@ -103,7 +106,7 @@ export interface StoreReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store {
+export interface Store extends ArtifactWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import { defaultWorkRoot } from './artifacts.js';
 import { ConfigError, envNumber, type Env } from '../runtime/env.js';
 import { logFormatFrom, type LogFormat } from '../runtime/logger.js';
 import { defaultWorkerId } from './worker-id.js';
@@ -26,6 +28,8 @@ export interface WorkerConfig {
   /** JOB_USER: whom jobs run as; null: the worker's own user. */
   jobUser: JobUser | null;
   logFormat: LogFormat;
+  /** WORK_DIR: where each attempt gets its fresh directory (README "Artifacts"). */
+  workDir: string;
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
@@ -105,5 +109,14 @@ export function loadWorkerConfig(env: Env = process.env): WorkerConfig {
     tokenSource,
     tokenWarnings,
     jobUser,
+    workDir: workDirFrom(env),
   };
+}
+
+/** WORK_DIR, an absolute path; default `weft` under the OS temp directory. */
+function workDirFrom(env: Env): string {
+  const raw = env.WORK_DIR?.trim();
+  if (!raw) return defaultWorkRoot();
+  if (!path.isAbsolute(raw)) throw new ConfigError(`WORK_DIR="${raw}" is not valid: expected an absolute path such as /var/lib/weft/work`);
+  return raw;
 }

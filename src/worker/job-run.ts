@@ -6,6 +6,8 @@ import type { ClaimResult, ClaimedJob, LeaseView } from '../protocol/wire.js';
 import { sleep } from '../util/sleep.js';
 import { describe, isLeaseOver, outcomeOf } from './answers.js';
 import { keyed } from '../domain/keyed.js';
+import path from 'node:path';
+import { uploadFile, uploadStream } from './artifacts.js';
 import { LogSender } from './log-sender.js';
 import { parseSetOutput, type Outcome } from './outcome.js';
 import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.js';
@@ -206,9 +208,18 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
     }
   }
 
-  context(): JobContext {
+  /** The handler's view of the attempt; `workDir`: its fresh directory (./artifacts.ts). */
+  context(workDir: string): JobContext {
     const run = this;
     return {
+      workDir,
+      uploadArtifact(name: string, source: string | AsyncIterable<Uint8Array>) {
+        const { client } = run.worker;
+        const signal = run.controller.signal;
+        return typeof source === 'string'
+          ? uploadFile(client, run.lease.lease_id, name, path.resolve(workDir, source), signal)
+          : uploadStream(client, run.lease.lease_id, name, source, workDir, signal);
+      },
       job: this.job,
       lease: this.lease,
       attempt: this.job.attempt,

@@ -14,7 +14,7 @@ import type { Delivery } from './report-answer.js';
 
 /** The worker's settings and server calls one job attempt uses (./job-run.ts). */
 export interface RunSettings {
-  readonly client: Pick<WorkflowClient, 'heartbeat' | 'isCancelled' | 'pushLogs'>;
+  readonly client: Pick<WorkflowClient, 'heartbeat' | 'isCancelled' | 'pushLogs' | 'uploadArtifact' | 'downloadArtifactPath'>;
   readonly workerId: string;
   /** The worker's logger; each attempt logs through a child bound to the job. */
   readonly logger: Logger;

@@ -17,7 +17,7 @@ import type { JobUser } from './job-user.js';
 export interface ShellHandlerOptions {
   /** The shell run as `<shell> -c <command>`; default `sh`. */
   shell?: string;
-  /** Working directory of the command; default the worker's. */
+  /** Working directory of the command; default the attempt's fresh directory (JobContext.workDir). */
   cwd?: string;
   /** The environment the job's variables are laid over; default `process.env`. */
   baseEnv?: NodeJS.ProcessEnv;
@@ -250,7 +250,8 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
       if (opts.user) Object.assign(env, { HOME: opts.user.home, USER: opts.user.name, LOGNAME: opts.user.name });
       const child = spawn(shell, ['-c', job.command], {
         detached: true,
-        cwd: opts.cwd,
+        // The attempt's own directory (README "Artifacts") unless the handler was given one.
+        cwd: opts.cwd ?? ctx.workDir,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
         // libuv drops supplementary groups (setgroups) before switching.

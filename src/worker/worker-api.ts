@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { WorkflowClient } from '../client/client.js';
+import type { ArtifactView } from '../domain/artifacts.js';
 import type { ClaimedJob, LeaseView } from '../protocol/wire.js';
 import type { LogStream, Outputs, UpstreamOutputs } from '../domain/model.js';
 
@@ -56,6 +57,18 @@ export interface JobContext {
   setOutput(key: string, value: string): void;
   /** Outputs set so far through `setOutput` or `::set-output` lines. */
   readonly outputs: Readonly<Outputs>;
+  /**
+   * The attempt's own fresh directory under the worker's `workDir`, removed after it: the shell
+   * handler's working directory, where `download:` has put the needs' artifacts and where
+   * `artifacts:` patterns are matched (README "Artifacts").
+   */
+  readonly workDir: string;
+  /**
+   * Uploads a file (a path, relative to `workDir` or absolute) or a stream as artifact `name` of this
+   * attempt, streamed with its SHA-256. It is kept only if the attempt succeeds. Rejects when the
+   * server refuses it (lease gone, MAX_ARTIFACT_BYTES, a bad name).
+   */
+  uploadArtifact(name: string, source: string | AsyncIterable<Uint8Array>): Promise<ArtifactView>;
 }
 
 /**
@@ -108,6 +121,13 @@ export interface WorkerOptions {
   /** `stop({ abort: true })` resolves after this long even if a handler ignores its signal; default 10 s. */
   abortGraceMs?: number;
   logger?: Logger;
+  /**
+   * WORK_DIR: each attempt runs in a fresh directory under it, removed afterwards (README
+   * "Artifacts"). Default: `weft` under the OS temp directory.
+   */
+  workDir?: string;
+  /** Who owns each attempt's directory (JOB_USER's ids); default the worker's own user. */
+  workDirOwner?: { uid: number; gid: number };
   handler: JobHandler;
 }
 

@@ -23,10 +23,12 @@ import { describe, isTransient, refusesLongPoll } from './answers.js';
 import { lacksBatches, MAX_BATCH } from './batching.js';
 import { deliverOne } from './deliver.js';
 import { afterAbort, report, type Settlement } from './job-result.js';
+import { defaultWorkRoot } from './artifacts.js';
+import { runAttempt } from './attempt.js';
 import { JobRun } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { checkOptions } from './options.js';
-import { errorText, isRetryable, normalizeOutputs, truncateError, type Outcome } from './outcome.js';
+import type { Outcome } from './outcome.js';
 import { ReportBatcher } from './report-batcher.js';
 import type { ClaimAlong, Deliver, ReportChannel, RunSettings, Settling } from './seams.js';
 import { backoffMs, now, Wakeup } from './timing.js';
@@ -50,6 +52,9 @@ export class Worker extends EventEmitter<WorkerEvents> {
   private readonly maxBackoffMs: number;
   private readonly abortGraceMs: number;
   private readonly handler: JobHandler;
+  /** WORK_DIR: each attempt's fresh directory is made under it. */
+  private readonly workRoot: string;
+  private readonly workDirOwner: { uid: number; gid: number } | undefined;
   /** What each job attempt uses of the worker. */
   private readonly runSettings: RunSettings;
   /** What a finished job's report uses of the worker. */
@@ -100,6 +105,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     this.labels = [...(opts.labels ?? [])];
     this.logger = (opts.logger ?? pino({ name: 'weft-worker', level: 'info' })).child({ worker_id: this.workerId });
     this.handler = opts.handler;
+    this.workRoot = opts.workDir ?? defaultWorkRoot();
+    this.workDirOwner = opts.workDirOwner;
     const { client, workerId, logger, maxBackoffMs } = this;
     const { heartbeatMs, cancelPollMs } = o;
     this.runSettings = { client, workerId, logger, heartbeatMs, cancelPollMs, logFlushMs: o.logFlushMs, maxBackoffMs };
@@ -348,14 +355,8 @@ export class Worker extends EventEmitter<WorkerEvents> {
     }
   }
 
-  private async runHandler(run: JobRun): Promise<Outcome> {
-    try {
-      if (run.abandoned) throw run.controller.signal.reason;
-      const returned = await this.handler(run.job, run.context());
-      return { ok: true, outputs: { ...run.outputs, ...normalizeOutputs(returned) } };
-    } catch (err) {
-      return { ok: false, error: truncateError(errorText(err)), retryable: isRetryable(err) };
-    }
+  private runHandler(run: JobRun): Promise<Outcome> {
+    return runAttempt(run, { client: this.client, workRoot: this.workRoot, owner: this.workDirOwner }, this.handler);
   }
 
   /** Counts how a job ended and tells the listeners. */

@@ -51,12 +51,13 @@ export async function startInProcess(
     /** The engine's clock (default Date.now): a test moves time itself instead of waiting for it. */
     now?: () => number;
     maxLogBytesPerAttempt?: number;
+    maxArtifactBytes?: number;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt, maxArtifactBytes: opts.maxArtifactBytes });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,

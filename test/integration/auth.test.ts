@@ -40,8 +40,9 @@ const WORKER_ONLY = [
   'POST /api/jobs/:lease_id/complete',
   'POST /api/jobs/:lease_id/fail',
   'POST /api/jobs/:lease_id/logs',
+  'PUT /api/jobs/:lease_id/artifacts/:name',
 ];
-const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled'];
+const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name'];
 const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {

@@ -4,6 +4,7 @@
  * taken by a live server, whose documented answers are what the server sends, and whose body schemas
  * refuse what the server refuses.
  */
+import { createHash } from 'node:crypto';
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -183,6 +184,13 @@ test('every example is taken by a live server, and every route answers what the 
   };
   await onLease('POST /api/jobs/{lease_id}/heartbeat', first.lease_id);
   await onLease('POST /api/jobs/{lease_id}/logs', first.lease_id);
+  // An artifact of the first job, before it completes (README "Artifacts").
+  const artifact = 'dist/app.txt';
+  const uploaded = await call('PUT /api/jobs/{lease_id}/artifacts/{name}', { lease_id: first.lease_id, name: artifact }, 'hello artifact\n', {
+    'content-type': 'application/octet-stream',
+    'x-weft-sha256': createHash('sha256').update('hello artifact\n').digest('hex'),
+  });
+  assert.equal(uploaded.status, 201, uploaded.text);
   await onLease('POST /api/jobs/{lease_id}/complete', first.lease_id);
   await onLease('POST /api/jobs/{lease_id}/fail', second.lease_id);
   // The documented body is optional: no body at all is taken as well.
@@ -211,6 +219,14 @@ test('every example is taken by a live server, and every route answers what the 
   const stream = await call('GET /api/workflows/{wf_id}/jobs/{job_id}/logs/stream', { wf_id: id, job_id: first.job_id });
   assert.match(stream.text, /event: end/);
   assert.equal((await call('GET /api/workflows/{id}/definition', { id })).body.id, id);
+  const firstRun = String((await request('GET', `${server.url}/api/workflows/${id}/status`)).body.run_number);
+  const listed = await call('GET /api/workflows/{wf_id}/runs/{run}/artifacts', { wf_id: id, run: firstRun });
+  assert.deepEqual(listed.body.artifacts.map((a: { name: string }) => a.name), [artifact]);
+  const got = await call('GET /api/workflows/{wf_id}/runs/{run}/artifacts/{job_id}/{name}', { wf_id: id, run: firstRun, job_id: first.job_id, name: artifact });
+  assert.equal(got.text, 'hello artifact\n');
+  const part = await call('GET /api/workflows/{wf_id}/runs/{run}/artifacts/{job_id}/{name}', { wf_id: id, run: firstRun, job_id: first.job_id, name: artifact }, undefined, { range: 'bytes=0-4' });
+  assert.deepEqual([part.status, part.text], [206, 'hello']);
+  assert.equal((await call('GET /api/workflows/{wf_id}/runs/{run}/artifacts/{job_id}/{name}', { wf_id: id, run: firstRun, job_id: first.job_id, name: 'nope' })).status, 404);
   const runs = await call('GET /api/workflows/{id}/runs', { id });
   assert.ok(runs.body.length >= 1, runs.text);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: String(runs.body[0].run_number) })).status, 200);

@@ -25,7 +25,7 @@ export function v1Jobs(): NewJob[] {
   ].map((j) => ({ ...j, ...patch[j.job_id] }));
 }
 
-/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions. */
+/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions or artifacts. */
 export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> {
   const {
     pending_needs: _dropped,
@@ -41,6 +41,7 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     for_each: _fe,
     item: _it,
     item_index: _ii,
+    artifact_spec: _a,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

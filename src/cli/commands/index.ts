@@ -10,8 +10,9 @@ import { registerRuns } from './runs.js';
 import { registerCancel } from './cancel.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
+import { registerArtifacts } from './artifacts.js';
 
-/** Client-side commands (run, rerun, list, runs, cancel, status, logs, workers, validate, apply, token): one module each. */
+/** Client-side commands (run, rerun, list, runs, cancel, status, logs, artifacts, workers, validate, apply, token): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
   registerRerun(program);
@@ -20,6 +21,7 @@ export function registerClientCommands(program: Command): void {
   registerCancel(program);
   registerStatus(program);
   registerLogs(program);
+  registerArtifacts(program);
   registerWorkers(program);
   registerValidate(program);
   registerApply(program);

@@ -32,6 +32,8 @@ Environment:
                     removed from this process's /proc/<pid>/environ at start)
   WEFT_TOKEN_FILE   file holding that token instead (read at start; keeps it out of every environment)
   JOB_USER          run jobs as this user (the worker must run as root): they cannot read its token
+  WORK_DIR          each attempt runs in a fresh directory under it, removed afterwards; artifacts
+                    are downloaded and uploaded there (default: weft under the OS temp directory)
 `,
     )
     .action(async () => {
@@ -60,6 +62,8 @@ Environment:
         // up to 2 s go to the job's last log lines and the rest to its failure report.
         abortGraceMs: config.killGraceSecs * 1000 + 7000,
         logger: log,
+        workDir: config.workDir,
+        ...(config.jobUser ? { workDirOwner: { uid: config.jobUser.uid, gid: config.jobUser.gid } } : {}),
         handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) }),
       });
 

@@ -10,6 +10,7 @@ import { api, enc } from '../api';
 import { openStream } from '../sse';
 import { duration, stamp, useNow } from '../format';
 import { go, workflowHref } from '../router';
+import { Artifacts } from './artifacts';
 import { ErrorLine, StateBadge } from './common';
 
 interface Line {
@@ -237,6 +238,12 @@ export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; j
               <Outputs outputs={byId.get(d)?.outputs ?? {}} />
             </div>
           ))}
+        </>
+      )}
+      {run !== null && (
+        <>
+          <h3>Artifacts</h3>
+          <Artifacts wf={doc.id} run={run} job={job.id} version={`${job.state}:${job.attempt}`} />
         </>
       )}
       <div class="log-head">

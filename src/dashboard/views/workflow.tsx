@@ -11,6 +11,7 @@ import { go, workflowHref, type Route } from '../router';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
 import { JobPanel } from './job-panel';
+import { Artifacts } from './artifacts';
 import { Definition } from './definition';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 
@@ -204,6 +205,12 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}
         {selected && !job && <p class="error">No job {selected} in this run.</p>}
       </div>
+      {doc.run_number !== null && !definition && (
+        <section class="run-artifacts">
+          <h2>Artifacts of run {doc.run_number}</h2>
+          <Artifacts wf={id} run={doc.run_number} version={doc.jobs.map((j) => j.state).join(',')} />
+        </section>
+      )}
     </section>
   );
 }

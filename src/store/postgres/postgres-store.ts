@@ -1,5 +1,7 @@
 import type { Outputs } from '../../domain/model.js';
 import type {
+  BeginUploadOutcome,
+  FinishUploadOutcome,
   CancelRunOutcome,
   StoreClaim,
   Claimed,
@@ -24,6 +26,7 @@ import type {
   WorkerRecord,
   WorkflowRecord,
 } from '../store.js';
+import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { claim, releaseLeases } from './claim.js';
 import * as events from './events.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
@@ -205,6 +208,27 @@ export class PostgresStore implements Store {
 
   deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
     return deleteWorkflow(this.sql, id, limits);
+  }
+
+  beginArtifactUpload(leaseId: string, nowMs: number, holder: string | null = null): Promise<BeginUploadOutcome> {
+    return beginArtifactUpload(this.sql, leaseId, nowMs, holder);
+  }
+
+  putArtifactChunk(blobId: string, seq: number, data: Uint8Array): Promise<void> {
+    return putArtifactChunk(this.sql, blobId, seq, data);
+  }
+
+  finishArtifactUpload(
+    leaseId: string,
+    upload: { blob_id: string; name: string; size: number; sha256: string; chunk_bytes: number },
+    nowMs: number,
+    holder: string | null = null,
+  ): Promise<FinishUploadOutcome> {
+    return finishArtifactUpload(this.sql, leaseId, upload, nowMs, holder);
+  }
+
+  abortArtifactUpload(blobId: string): Promise<void> {
+    return abortArtifactUpload(this.sql, blobId);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -71,7 +71,8 @@ const pruned = (r: Counted): PrunedRun => ({
  * Deletes whole runs in order while their log chunks fit in `budget`; of the first run that does not
  * fit, deletes `budget` chunks and stops there. Answers how many runs were deleted whole, and that
  * partial run. The statements go out together, each after the one before (leases before their jobs,
- * jobs before their runs, for the foreign keys).
+ * jobs before their runs, for the foreign keys; a blob's chunks before the rows that name it, so that
+ * the first statement still sees which runs name it).
  */
 async function deleteWithin(
   q: Exec,
@@ -83,7 +84,7 @@ async function deleteWithin(
   const stmts: Array<Promise<unknown>> = [];
   if (whole > 0) {
     const k = keys(runs.slice(0, whole));
-    stmts.push(q(QUERIES.deleteRunsLogChunks, k), q(QUERIES.deleteRunsLeases, k), q(QUERIES.deleteRunsJobs, k), q(QUERIES.deleteRuns, k));
+    stmts.push(q(QUERIES.deleteRunsLogChunks, k), q(QUERIES.deleteRunsBlobs, k), q(QUERIES.deleteRunsArtifacts, k), q(QUERIES.deleteRunsLeases, k), q(QUERIES.deleteRunsJobs, k), q(QUERIES.deleteRuns, k));
   }
   const next = runs[whole];
   const some = next && budget > 0 ? q(QUERIES.deleteSomeRunLogChunks, [next.workflow_id, next.run_number, budget]) : null;

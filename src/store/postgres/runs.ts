@@ -11,6 +11,8 @@ import type {
   StartedRuns,
   StartRunRequest,
 } from '../store.js';
+import { keptJobIds } from '../artifact-types.js';
+import { copyKeptArtifacts } from './artifacts.js';
 import { inputsColumn, jobRow, plannedJobsAt, toJob, toRun, type Row } from '../rows.js';
 import { fanOutReady, settleRunIfOver, writeDecisions } from './settle.js';
 import { QUERIES } from './queries.js';
@@ -154,6 +156,7 @@ async function insertNextRun(
     status,
     status === 'queued' ? JSON.stringify(req.jobs) : null,
   ]);
+  if (req.rerun_of != null) await copyKeptArtifacts(q, req.workflow_id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const missing = new Set(row!.missing_label_keys as string[]);
   if (missing.size > 0) {
     const sets = req.label_sets

@@ -243,6 +243,43 @@ ALTER TABLE jobs ADD COLUMN fast_cancelled INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX jobs_group_running ON jobs(workflow_id, run_number, group_id) WHERE status = 'running' AND group_id IS NOT NULL;
 `,
   },
+  {
+    version: 13,
+    name: 'artifacts: stored files of jobs, in chunks',
+    // README "Artifacts": jobs.artifact_spec holds the job's `artifacts:`/`download:` (JSON, NULL for
+    // neither); artifacts names each stored file of an attempt and the blob holding its bytes;
+    // artifact_chunks holds the blobs' bytes in chunks of 1 MiB (so that N servers on one database
+    // share them and a backup holds them); artifact_uploads the blobs still being written.
+    sql: `
+ALTER TABLE jobs ADD COLUMN artifact_spec TEXT;
+CREATE TABLE artifacts (
+  workflow_id   TEXT NOT NULL,
+  run_number    INTEGER NOT NULL,
+  job_id        TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  name          TEXT NOT NULL,
+  blob_id       TEXT NOT NULL,
+  size          INTEGER NOT NULL,
+  sha256        TEXT NOT NULL,
+  chunk_bytes   INTEGER NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (workflow_id, run_number, job_id, attempt, name)
+);
+CREATE INDEX artifacts_blob ON artifacts(blob_id);
+CREATE TABLE artifact_uploads (
+  blob_id       TEXT PRIMARY KEY,
+  lease_id      TEXT NOT NULL,
+  started_at_ms INTEGER NOT NULL
+);
+CREATE INDEX artifact_uploads_started ON artifact_uploads(started_at_ms);
+CREATE TABLE artifact_chunks (
+  blob_id TEXT NOT NULL,
+  seq     INTEGER NOT NULL,
+  data    BLOB NOT NULL,
+  PRIMARY KEY (blob_id, seq)
+);
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

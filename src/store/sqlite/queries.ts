@@ -1,4 +1,5 @@
 import { CONDITION_QUERIES } from './condition-queries.js';
+import { ARTIFACT_QUERIES } from './artifact-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 
 /**
@@ -11,6 +12,7 @@ import { RETENTION_QUERIES } from './retention-queries.js';
  */
 export const QUERIES = {
   ...RETENTION_QUERIES,
+  ...ARTIFACT_QUERIES,
   ...CONDITION_QUERIES,
   // ------------------------------------------------------------------------------------ workflows
 
@@ -95,12 +97,12 @@ export const QUERIES = {
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
       started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
       condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
-      group_id, matrix, max_parallel, fail_fast, for_each, item, item_index)
+      group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec)
     VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
       @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
       @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id,
       @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents,
-      @group_id, @matrix, @max_parallel, @fail_fast, @for_each, @item, @item_index)`,
+      @group_id, @matrix, @max_parallel, @fail_fast, @for_each, @item, @item_index, @artifact_spec)`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
   /** ? workflow_id, ? run_number, ? after this row_id, ? limit */

@@ -1,5 +1,6 @@
 import type { ActiveJobCount, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
+import { artifactReads } from './artifacts.js';
 import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
@@ -11,6 +12,7 @@ const runKeys = (keys: readonly RunKey[]) => JSON.stringify(keys.map((k) => [k.w
  */
 export function makeReads(c: Conn): StoreReads {
   return {
+    ...artifactReads(c),
     getWorkflow: async (id) => {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;

@@ -1,6 +1,7 @@
 import type { RunState } from '../../domain/model.js';
 import type { DeleteLimits, DeleteWorkflowOutcome, PruneOutcome, PruneRequest, PrunedRun } from '../store.js';
 import type { Row } from '../rows.js';
+import { deleteRunArtifacts } from './artifacts.js';
 import type { Conn } from './connection.js';
 
 /**
@@ -52,6 +53,7 @@ function deleteRun(c: Conn, r: Candidate, budget: number): Deleted {
     return { done: false, log_chunks: deleted };
   }
   c.q('deleteRunLogChunks').run(r.workflow_id, r.run_number);
+  deleteRunArtifacts(c, r.workflow_id, r.run_number);
   c.q('deleteRunLeases').run(r.workflow_id, r.run_number);
   const jobs = c.q('deleteRunJobs').run(r.workflow_id, r.run_number).changes;
   c.q('deleteRun').run(r.workflow_id, r.run_number);

@@ -16,6 +16,8 @@ import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/model.js';
 import { plannedJobsAt } from '../rows.js';
 import { inputsColumn, jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import { change } from '../changes.js';
+import { keptJobIds } from '../artifact-types.js';
+import { copyKeptArtifacts } from './artifacts.js';
 import type { Conn } from './connection.js';
 import { decisionParams, finishJobs, propagateEnd } from './settle.js';
 
@@ -56,6 +58,7 @@ export function startRun(
       rerun_of: req.rerun_of ?? null,
     };
     c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: 0, plan: JSON.stringify(req.jobs) });
+    if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
     insertLabelSets(c, req);
     c.q('setLatestRun').run(runNumber, wf.id);
     return { kind: 'queued', run: { ...run, plan: [...req.jobs] } };
@@ -74,6 +77,7 @@ export function startRun(
     rerun_of: req.rerun_of ?? null,
   };
   c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished, plan: null });
+  if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const changes = [...drained.changes, ...insertJobs(c, wf.id, runNumber, req.jobs)];
   insertLabelSets(c, req);
   c.q('setLatestRun').run(runNumber, wf.id);

@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { Outputs } from '../../domain/model.js';
 import type {
+  BeginUploadOutcome,
+  FinishUploadOutcome,
   CancelRunOutcome,
   Claimed,
   StoreClaim,
@@ -167,6 +169,27 @@ export class SqliteStore implements Store {
 
   deleteWorkflow(id: string, limits: DeleteLimits): Promise<DeleteWorkflowOutcome> {
     return this.write('deleteWorkflow', id, limits);
+  }
+
+  beginArtifactUpload(leaseId: string, nowMs: number, holder: string | null = null): Promise<BeginUploadOutcome> {
+    return this.write('beginArtifactUpload', leaseId, nowMs, holder);
+  }
+
+  putArtifactChunk(blobId: string, seq: number, data: Uint8Array): Promise<void> {
+    return this.write('putArtifactChunk', blobId, seq, data);
+  }
+
+  finishArtifactUpload(
+    leaseId: string,
+    upload: { blob_id: string; name: string; size: number; sha256: string; chunk_bytes: number },
+    nowMs: number,
+    holder: string | null = null,
+  ): Promise<FinishUploadOutcome> {
+    return this.write('finishArtifactUpload', leaseId, upload, nowMs, holder);
+  }
+
+  abortArtifactUpload(blobId: string): Promise<void> {
+    return this.write('abortArtifactUpload', blobId);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

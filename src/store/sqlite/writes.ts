@@ -10,6 +10,7 @@
  * result, does not compile.
  */
 import type { Conn } from './connection.js';
+import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { claim, releaseLeases } from './claim.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
@@ -38,6 +39,10 @@ export const WRITES = {
   settleStrandedRuns,
   pruneRuns,
   deleteWorkflow,
+  beginArtifactUpload,
+  putArtifactChunk,
+  finishArtifactUpload,
+  abortArtifactUpload,
 } satisfies Record<string, (c: Conn, ...args: never[]) => unknown>;
 
 export type WriteName = keyof typeof WRITES;
