@@ -106,3 +106,16 @@ export function globToRegExp(pattern: string): RegExp {
 export function isSha256(sha: string): boolean {
   return /^[0-9a-f]{64}$/.test(sha);
 }
+
+/** A size as people read it (`512 B`, `1.5 MiB`, `20 GiB`), for the CLI's and the dashboard's artifact lists. */
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let u = -1;
+  do {
+    v /= 1024;
+    u++;
+  } while (v >= 1024 && u < units.length - 1);
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
+}

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { artifactNameProblem, globToRegExp } from '../../src/domain/artifacts.js';
+import { artifactNameProblem, formatBytes, globToRegExp } from '../../src/domain/artifacts.js';
 import { parseRange } from '../../src/http/routes/artifacts.js';
 import { downloadJobIds } from '../../src/engine/artifacts.js';
 import { insideDir, matchArtifacts } from '../../src/worker/artifacts.js';
@@ -89,4 +89,12 @@ test('download: of a matrix or fan-out need fetches each instance, in index orde
   assert.deepEqual(downloadJobIds('test', upstream), ['test~0', 'test~2', 'test~10']);
   assert.deepEqual(downloadJobIds('build', upstream), ['build']);
   assert.deepEqual(downloadJobIds('tester', upstream), ['tester~1']);
+});
+
+test('sizes read as people read them', () => {
+  assert.equal(formatBytes(0), '0 B');
+  assert.equal(formatBytes(1023), '1023 B');
+  assert.equal(formatBytes(1536), '1.5 KiB');
+  assert.equal(formatBytes(20 * 1024 ** 3), '20 GiB');
+  assert.equal(formatBytes(2 * 1024 ** 5), '2048 TiB');
 });

@@ -14,6 +14,7 @@ import type { WorkflowClient } from '../../client/index.js';
 import type { ArtifactView } from '../../domain/artifacts.js';
 import { insideDir } from '../../worker/artifacts.js';
 import { action, CliError, formatAgo, intOption, makeClient, palette, serverOption, table, type ServerOptions } from './common.js';
+import { formatBytes } from '../../domain/artifacts.js';
 
 interface ArtifactOptions extends ServerOptions {
   run?: number;
@@ -27,18 +28,6 @@ async function runOf(client: WorkflowClient, workflow: string, opts: ArtifactOpt
   const doc = await client.getStatus(workflow);
   if (doc.run_number === null) throw new CliError(`workflow ${workflow} has not run yet`);
   return doc.run_number;
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = -1;
-  do {
-    v /= 1024;
-    u++;
-  } while (v >= 1024 && u < units.length - 1);
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
 }
 
 export function registerArtifacts(program: Command): void {

@@ -5,21 +5,9 @@
  * link cannot carry an Authorization header.
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { ArtifactView } from '../../domain/artifacts.js';
+import { formatBytes, type ArtifactView } from '../../domain/artifacts.js';
 import { api, authedFetch, currentToken, enc, SERVER } from '../api';
 import { ErrorLine } from './common';
-
-function bytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let u = -1;
-  do {
-    v /= 1024;
-    u++;
-  } while (v >= 1024 && u < units.length - 1);
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[u]}`;
-}
 
 function artifactPath(wf: string, run: number, a: ArtifactView): string {
   return `/api/workflows/${enc(wf)}/runs/${run}/artifacts/${enc(a.job_id)}/${enc(a.name)}`;
@@ -80,7 +68,7 @@ export function Artifacts({ wf, run, job, version }: { wf: string; run: number; 
             >
               {job ? a.name : `${a.job_id}/${a.name}`}
             </a>{' '}
-            <span class="muted small">{bytes(a.size)}</span>
+            <span class="muted small">{formatBytes(a.size)}</span>
           </li>
         );
       })}
