@@ -229,6 +229,48 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.context().close();
 });
 
+test('a matrix job is one node showing n/N done and its state counts, and opens to its instances', async () => {
+  // Instances labelled for pools the test plays itself: two are completed, two stay queued.
+  const created = await request('POST', `${server.url}/api/workflows`, {
+    id: 'grid',
+    jobs: {
+      test: { strategy: { matrix: { os: ['linux', 'mac'], node: [20, 22] } }, labels: ['${{ matrix.os }}-pool'], run: 'true' },
+      report: { needs: ['test'], run: 'true' },
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  assert.equal((await request('POST', `${server.url}/api/workflows/grid/run`)).status, 202);
+  for (let done = 0; done < 2; ) {
+    const c = await request('POST', `${server.url}/api/jobs/claim`, { worker_id: 'grid-linux', labels: ['linux-pool'] });
+    assert.equal(c.status, 200, c.text);
+    if (!c.body) continue;
+    assert.equal((await request('POST', `${server.url}/api/jobs/${c.body.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+    done++;
+  }
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/grid`);
+  const group = page.locator('[data-job-id="test"][data-instances="4"][data-done="2"][data-state="queued"]');
+  await group.waitFor(WAIT);
+  assert.match(await group.textContent() ?? '', /2\/4 done/);
+  assert.equal(await page.locator('[data-job-id^="test~"]').count(), 0, 'the instances are folded into their group');
+  await page.locator(node('report', 'pending')).waitFor(WAIT);
+  assert.equal(await page.locator('.edges path').count(), 1, 'one edge, from the group to the job below');
+  await screenshot(page, 'matrix-group');
+
+  await group.click();
+  const panel = page.getByRole('complementary', { name: 'Job test' });
+  await panel.waitFor(WAIT);
+  assert.deepEqual(
+    await panel.locator('[data-instance]').evaluateAll((rows: any[]) => rows.map((r) => r.getAttribute('data-instance'))),
+    ['test~0', 'test~1', 'test~2', 'test~3'],
+  );
+  await panel.getByRole('link', { name: 'test (mac, 20)' }).click();
+  await page.getByRole('complementary', { name: 'Job test~2' }).waitFor(WAIT);
+  assert.match(page.url(), /jobs\/test~2$/);
+  assert.equal((await request('POST', `${server.url}/api/workflows/grid/cancel`)).status, 202);
+  assert.deepEqual(errors, []);
+});
+
 test('Cancel stops a running workflow and its nodes turn cancelled live', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/#/workflows/slow`);

@@ -9,6 +9,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
 import dagre from '@dagrejs/dagre';
 import type { JobView } from '../../protocol/wire.js';
 import { STATE_ICON, duration, useNow } from '../format';
+import { graphNodes, type GraphNode } from '../groups';
+import { STATE_ORDER } from './common';
 
 const NODE_W = 190;
 const NODE_H = 64;
@@ -27,7 +29,7 @@ interface Layout {
  */
 const QUICK_RANKING_ABOVE = 150;
 
-function layoutOf(jobs: JobView[]): Layout {
+function layoutOf(jobs: GraphNode[]): Layout {
   const g = new dagre.graphlib.Graph();
   const ranker = jobs.length > QUICK_RANKING_ABOVE ? 'longest-path' : 'network-simplex';
   g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 60, marginx: 20, marginy: 20, ranker });
@@ -65,54 +67,92 @@ function Elapsed({ job }: { job: JobView }) {
 }
 
 interface NodeProps {
-  job: JobView;
+  node: GraphNode;
   x: number;
   y: number;
   selected: boolean;
   onOpen(id: string): void;
 }
 
-/** Redrawn only when its own job entry (replaced whole by every change) or selection changes. */
+/** Whether two renderings of a node show the same thing: its job entry (replaced whole by every change), or each of its instances'. */
+function sameNode(a: GraphNode, b: GraphNode): boolean {
+  if (a.job || b.job) return a.job === b.job;
+  const x = a.group!.instances;
+  const y = b.group!.instances;
+  return x.length === y.length && x.every((j, i) => j === y[i]);
+}
+
+/** Redrawn only when what it shows or the selection changes. */
 class Node extends Component<NodeProps> {
   override shouldComponentUpdate(next: NodeProps): boolean {
     const p = this.props;
-    return next.job !== p.job || next.selected !== p.selected || next.x !== p.x || next.y !== p.y;
+    return !sameNode(next.node, p.node) || next.selected !== p.selected || next.x !== p.x || next.y !== p.y;
   }
-  override render({ job, x, y, selected, onOpen }: NodeProps) {
-    const attempts = `${job.attempt + 1}/${job.max_retries + 1}`;
+  override render({ node, x, y, selected, onOpen }: NodeProps) {
+    const { job, group } = node;
+    const label = group
+      ? `${node.name}: ${group.done} of ${group.instances.length} instances done, ${node.state}`
+      : `${job!.name}: ${job!.state}, attempt ${job!.attempt + 1}/${job!.max_retries + 1}`;
     return (
       <g
-        class={`node st-${job.state}${selected ? ' selected' : ''}`}
+        class={`node st-${node.state}${group ? ' group' : ''}${selected ? ' selected' : ''}`}
         transform={`translate(${x},${y})`}
-        data-job-id={job.id}
-        data-state={job.state}
+        data-job-id={node.id}
+        data-state={node.state}
+        {...(group ? { 'data-instances': String(group.instances.length), 'data-done': String(group.done) } : {})}
         // SVG attributes are case-sensitive: `tabIndex` would not make the node focusable.
         tabindex={0}
         role="button"
-        aria-label={`${job.name}: ${job.state}, attempt ${attempts}`}
-        onClick={() => onOpen(job.id)}
+        aria-label={label}
+        onClick={() => onOpen(node.id)}
         onKeyDown={(e) => {
           if (e.key === 'Enter' || e.key === ' ') {
             e.preventDefault();
-            onOpen(job.id);
+            onOpen(node.id);
           }
         }}
       >
-        <title>{`${job.id}: ${job.state}`}</title>
+        <title>{group ? `${node.id}: ${group.instances.length} instances` : `${node.id}: ${node.state}`}</title>
+        {group && <rect class="stack" x={5} y={-5} width={NODE_W} height={NODE_H} rx={6} />}
         <rect width={NODE_W} height={NODE_H} rx={6} />
         <text x={10} y={19} class="name">
-          {clip(job.name, 24)}
+          {clip(node.name, 24)}
+          {group && <tspan class="meta"> ×{group.instances.length}</tspan>}
         </text>
-        <text x={10} y={37} class="state">
-          {STATE_ICON[job.state]} {job.state}
-          <tspan class="meta"> · {attempts} · <Elapsed job={job} /></tspan>
-        </text>
-        <text x={10} y={54} class="meta">
-          {job.worker_id ? clip(job.worker_id, 28) : ' '}
-        </text>
+        {group ? <GroupLines group={group} state={node.state} /> : <JobLines job={job!} />}
       </g>
     );
   }
+}
+
+function JobLines({ job }: { job: JobView }) {
+  const attempts = `${job.attempt + 1}/${job.max_retries + 1}`;
+  return (
+    <>
+      <text x={10} y={37} class="state">
+        {STATE_ICON[job.state]} {job.state}
+        <tspan class="meta"> · {attempts} · <Elapsed job={job} /></tspan>
+      </text>
+      <text x={10} y={54} class="meta">
+        {job.worker_id ? clip(job.worker_id, 28) : ' '}
+      </text>
+    </>
+  );
+}
+
+/** `n/N done` and the instances' states, each with its count. */
+function GroupLines({ group, state }: { group: NonNullable<GraphNode['group']>; state: string }) {
+  const parts = STATE_ORDER.filter((s) => (group.counts[s] ?? 0) > 0);
+  return (
+    <>
+      <text x={10} y={37} class="state">
+        {STATE_ICON[state]} {group.done}/{group.instances.length} done
+      </text>
+      <text x={10} y={54} class="meta">
+        {parts.map((s) => `${STATE_ICON[s]}${group.counts[s]}`).join('  ')}
+      </text>
+    </>
+  );
 }
 
 interface View {
@@ -122,9 +162,10 @@ interface View {
 }
 
 export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: string | null; onOpen(id: string): void }) {
+  const nodes = useMemo(() => graphNodes(jobs), [jobs]);
   // Laid out again only when the shape changes, not on state changes.
-  const shape = jobs.map((j) => `${j.id}<${j.depends_on.join(',')}`).join(';');
-  const layout = useMemo(() => layoutOf(jobs), [shape]);
+  const shape = nodes.map((j) => `${j.id}<${j.depends_on.join(',')}`).join(';');
+  const layout = useMemo(() => layoutOf(nodes), [shape]);
   const svg = useRef<SVGSVGElement>(null);
   const layer = useRef<SVGGElement>(null);
   const view = useRef<View>({ x: 0, y: 0, k: 1 });
@@ -227,9 +268,11 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
               <path key={`${e.from}>${e.to}`} d={e.d} marker-end="url(#arrow)" />
             ))}
           </g>
-          {jobs.map((j) => {
-            const p = layout.nodes.get(j.id) ?? { x: 0, y: 0 };
-            return <Node key={j.id} job={j} x={p.x} y={p.y} selected={j.id === selected} onOpen={onOpen} />;
+          {nodes.map((n) => {
+            const p = layout.nodes.get(n.id) ?? { x: 0, y: 0 };
+            // A selected instance lights up the node of its group.
+            const on = n.id === selected || (n.group !== undefined && n.group.instances.some((i) => i.id === selected));
+            return <Node key={n.id} node={n} x={p.x} y={p.y} selected={on} onOpen={onOpen} />;
           })}
         </g>
       </svg>

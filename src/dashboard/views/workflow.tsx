@@ -11,6 +11,8 @@ import { go, workflowHref, type Route } from '../router';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
 import { JobPanel } from './job-panel';
+import { GroupPanel } from './group-panel';
+import { graphNodes } from '../groups';
 import { Artifacts } from './artifacts';
 import { Definition } from './definition';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
@@ -147,6 +149,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   }
   const latest = run === null || run === latestRun;
   const job = selected ? doc.jobs.find((j) => j.id === selected) : undefined;
+  // A matrix or fan-out job's id names its instances together (dashboard/groups.ts).
+  const group = selected && !job ? graphNodes(doc.jobs).find((n) => n.id === selected && n.group) : undefined;
   const runNumbers = runs ? runs.map((r) => r.run_number) : Array.from({ length: latestRun ?? doc.run_number ?? 0 }, (_, i) => (latestRun ?? doc.run_number ?? 0) - i);
   const runStatus = doc.run?.status ?? doc.status;
   const running = latest && (runStatus === 'running' || doc.jobs.some((j) => j.state === 'running' || j.state === 'queued'));
@@ -200,10 +204,11 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       </div>
       <ErrorLine error={error} />
       {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
-      <div class={`wf-body${job ? ' with-panel' : ''}`}>
+      <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
         {definition ? <Definition id={id} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
         {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}
-        {selected && !job && <p class="error">No job {selected} in this run.</p>}
+        {group && <GroupPanel key={`${doc.run_number}:${group.id}`} doc={doc} run={latest ? null : run} id={group.id} name={group.name} group={group.group!} />}
+        {selected && !job && !group && <p class="error">No job {selected} in this run.</p>}
       </div>
       {doc.run_number !== null && !definition && (
         <section class="run-artifacts">
