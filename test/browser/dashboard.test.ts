@@ -271,6 +271,27 @@ test('a matrix job is one node showing n/N done and its state counts, and opens 
   assert.deepEqual(errors, []);
 });
 
+test("a fan-out's instances appear live in place of the job standing for them", async () => {
+  const created = await request('POST', `${server.url}/api/workflows`, {
+    id: 'spread',
+    jobs: {
+      plan: { run: `echo '::set-output items=["a","b","c"]'` },
+      // No worker has the label: the instances stay queued for the test to look at.
+      shard: { needs: ['plan'], for_each: '${{ needs.plan.outputs.items }}', labels: ['nobody'], run: 'true' },
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/spread`);
+  await page.locator(node('shard', 'pending')).waitFor(WAIT);
+  await page.getByRole('button', { name: 'Run', exact: true }).click();
+  // Without a reload: the page hears the instances made when plan succeeded.
+  await page.locator('[data-job-id="shard"][data-instances="3"][data-state="queued"]').waitFor({ timeout: 60_000 });
+  await page.locator(node('plan', 'success')).waitFor(WAIT);
+  assert.equal((await request('POST', `${server.url}/api/workflows/spread/cancel`)).status, 202);
+  assert.deepEqual(errors, []);
+});
+
 test('Cancel stops a running workflow and its nodes turn cancelled live', async () => {
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/#/workflows/slow`);

@@ -45,6 +45,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   }, [id]);
   // The run on screen; events for other runs only refresh the run list.
   const shown = useRef<number | null>(null);
+  // The ids of its jobs, as last read.
+  const shownJobs = useRef<Set<string>>(new Set());
 
   const loadRuns = useCallback(async () => {
     try {
@@ -68,11 +70,20 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         if (gone) return;
         if (run === null) setLatestRun(d.run_number);
         shown.current = d.run_number;
+        shownJobs.current = new Set(d.jobs.map((j) => j.id));
         setDoc(d);
         setError(null);
       } catch (err) {
         if (!gone) setError(err);
       }
+    };
+    // The burst of events a fan-out makes (one per instance) costs one read.
+    let reload: ReturnType<typeof setTimeout> | null = null;
+    const reloadSoon = () => {
+      reload ??= setTimeout(() => {
+        reload = null;
+        void load();
+      }, 100);
     };
     let poll: ReturnType<typeof setInterval> | null = null;
     const stream = openStream(`/api/workflows/${enc(id)}/events`, {
@@ -87,6 +98,12 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         if (ev.event === 'job') {
           const j = JSON.parse(ev.data) as JobView & { run_number: number };
           if (j.run_number !== shown.current) return;
+          // A job the document lacks was made during the run (a fan-out's instances, which replace the
+          // job standing for them): read the whole document again rather than guess its place.
+          if (!shownJobs.current.has(j.id)) {
+            reloadSoon();
+            return;
+          }
           setDoc((cur) => (cur ? { ...cur, jobs: cur.jobs.map((x) => (x.id === j.id ? j : x)) } : cur));
         } else if (ev.event === 'run') {
           const r = JSON.parse(ev.data) as { run_number: number; status: StatusDocument['status'] };
@@ -107,6 +124,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       gone = true;
       stream.close();
       if (poll) clearInterval(poll);
+      if (reload) clearTimeout(reload);
     };
   }, [id, run]);
 
