@@ -254,9 +254,10 @@ export class Engine extends EngineReads {
    */
   async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
     const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
+    const received = this.now();
     const now = await this.claimOnce(ask);
-    if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return now;
-    return this.waiters.wait(ask, wait.waitMs, wait.signal);
+    if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
+    return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
   }
 
   private async claimOnce(ask: NormalizedClaim): Promise<ClaimResult[]> {
@@ -571,4 +572,10 @@ export class Engine extends EngineReads {
   private emitJobs(changes: readonly JobChange[]): void {
     for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
+}
+
+/** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */
+function withWait(results: ClaimResult[], receivedMs: number): ClaimResult[] {
+  for (const r of results) r.lease.waited_ms = Math.max(0, r.lease.granted_at_ms - receivedMs);
+  return results;
 }

@@ -64,6 +64,12 @@ export const LeaseView = Type.Object({
   ttl_secs: Type.Integer(),
   granted_at_ms: Type.Integer(),
   expires_at_ms: Type.Integer(),
+  /**
+   * How long the server held the claim before this lease was granted (a long poll that waited for a
+   * job; 0 when one was there at once): the worker's lower bound of when its lease began is the time
+   * it sent the claim plus this. Only on claim answers.
+   */
+  waited_ms: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 export type LeaseView = Static<typeof LeaseView>;
 

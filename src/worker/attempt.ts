@@ -50,6 +50,8 @@ export async function runAttempt(run: JobRun, place: AttemptPlace, handler: JobH
     run.log.error({ err: errorText(err) }, `the worker failed while ${stage}; the attempt fails (retryable)`);
     return { ok: false, error, retryable: true };
   } finally {
-    if (dir !== null) await removeAttemptDir(dir).catch((err: unknown) => run.log.warn({ err: errorText(err), dir }, "could not remove the attempt's directory"));
+    // Removed behind the result rather than before it: a large tree takes a while to delete, and the
+    // report (with the next claim it carries) should not wait for that.
+    if (dir !== null) void removeAttemptDir(dir).catch((err: unknown) => run.log.warn({ err: errorText(err), dir }, "could not remove the attempt's directory"));
   }
 }

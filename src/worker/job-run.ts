@@ -48,7 +48,10 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
     this.job = claim.job;
     this.lease = claim.lease;
     this.ttlMs = claim.lease.ttl_secs * 1000;
-    this.expiresAt = claimSentAt + this.ttlMs;
+    // The lease began no earlier than the claim was sent, plus however long the server held a
+    // long-poll claim before a job came (`waited_ms`, docs/api.md "POST /api/jobs/claim"): without
+    // that, a claim that waited most of a short ttl would count its lease as already run out.
+    this.expiresAt = claimSentAt + Math.max(0, claim.lease.waited_ms ?? 0) + this.ttlMs;
     this.log = worker.logger.child({
       workflow_id: claim.job.workflow_id,
       job_id: claim.job.job_id,

@@ -38,6 +38,20 @@ describe('long-poll claim', () => {
     assert.equal(s.engine.waitingClaims, 0);
   });
 
+  test('the lease of a claim that waited says how long (waited_ms), so the worker does not count the wait against its ttl', async (t) => {
+    let clock = 1_000_000;
+    const s = await serve(t, { now: () => clock });
+    await s.c.createWorkflow({ id: 'lw', jobs: { only: { run: 'true', labels: ['lw'] } } });
+    const pending = waitingClaim(s.url, 'w', ['lw'], 30, 5);
+    await parked(s, 1);
+    clock += 4_000;
+    await s.c.run('lw');
+    const r = await pending;
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.lease.waited_ms, 4_000);
+    assert.equal(r.body.lease.expires_at_ms - r.body.lease.granted_at_ms, 5_000, 'the ttl runs from the grant');
+  });
+
   test('woken by a completion that unblocks a dependent', async (t) => {
     const s = await serve(t);
     await s.c.createWorkflow({ id: 'chain', jobs: { a: { run: 'true', labels: ['ch'] }, b: { run: 'true', needs: 'a', labels: ['ch'] } } });

@@ -95,7 +95,8 @@ describe('claim', () => {
       'attempt', 'command', 'delayed_until_ms', 'enqueued_at_ms', 'env', 'job_id', 'name', 'required_labels',
       'retry_policy', 'run_number', 'timeout_secs', 'upstream_outputs', 'workflow_id',
     ]);
-    assert.deepEqual(Object.keys(lease).sort(), ['expires_at_ms', 'granted_at_ms', 'job_id', 'lease_id', 'ttl_secs', 'worker_id', 'workflow_id']);
+    assert.deepEqual(Object.keys(lease).sort(), ['expires_at_ms', 'granted_at_ms', 'job_id', 'lease_id', 'ttl_secs', 'waited_ms', 'worker_id', 'workflow_id']);
+    assert.equal(lease.waited_ms, 0, 'a job was there at once: the claim did not wait');
     assert.equal(typeof lease.lease_id, 'string');
     assert.equal(lease.job_id, 'only');
     assert.equal(lease.workflow_id, wf);
