@@ -25,6 +25,10 @@ export const ARTIFACT_QUERIES = {
   /** The chunks of blobs $1 (text[]) that no artifact row names any more. */
   deleteUnusedBlobs: `DELETE FROM artifact_chunks c WHERE c.blob_id = ANY($1::text[])
     AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.blob_id = c.blob_id)`,
+  /** Of the ids $1 (text[]), those no artifact row and no upload in progress names. */
+  unnamedBlobs: `SELECT DISTINCT i.blob_id FROM unnest($1::text[]) AS i(blob_id)
+    WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.blob_id = i.blob_id)
+      AND NOT EXISTS (SELECT 1 FROM artifact_uploads u WHERE u.blob_id = i.blob_id)`,
   /** $1 blob id */
   deleteBlob: `DELETE FROM artifact_chunks WHERE blob_id = $1`,
   /** The job's rows of other attempts than $4. $1 workflow id, $2 run number, $3 job id, $4 attempt */

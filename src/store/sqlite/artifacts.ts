@@ -109,7 +109,7 @@ export function deleteRunArtifacts(c: Conn, workflowId: string, runNumber: numbe
 }
 
 /** The artifact reads of makeReads (reads.ts). */
-export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk'> {
+export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk' | 'unnamedBlobs'> {
   return {
     listArtifacts: async (workflowId, runNumber, jobId) =>
       (jobId === undefined
@@ -124,5 +124,7 @@ export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getA
       const row = c.q('getArtifactChunk').get(blobId, seq) as { data: Buffer } | undefined;
       return row ? row.data : null;
     },
+    unnamedBlobs: async (blobIds) =>
+      blobIds.length === 0 ? [] : (c.q('unnamedBlobs').all(JSON.stringify(blobIds)) as Row[]).map((r) => r.blob_id as string),
   };
 }
