@@ -204,3 +204,29 @@ test('PostgreSQL: two servers on one database and one ARTIFACTS_DIR serve each o
   assert.equal((await request('DELETE', `${b.url}/api/workflows/art`)).status, 200);
   await until(() => blobFiles(dir).length === 0, 'the files to be removed', 30_000, 100);
 });
+
+test('`weft prune` with ARTIFACTS_DIR removes the files of the runs it deleted', async (t) => {
+  const sb = sandbox(t);
+  const dir = path.join(sb.dir, 'artifacts');
+  // One reaper pass at start only: what goes after is the prune's doing.
+  const server = await serverProcess(t, sb, { ARTIFACTS_DIR: dir, REAP_INTERVAL_SECS: '3600' });
+  const c = client(server.url);
+  assert.equal((await c.put('/api/workflows/art', WORKFLOW)).status, 201);
+  await startWorker(t, sb, server.url);
+  await c.run('art');
+  assert.equal((await c.settled('art', 60_000)).status, 'success');
+  const run1 = blobFiles(dir);
+  assert.equal(run1.length, 2);
+  assert.equal((await c.post('/api/workflows/art/runs/1/rerun', { only: 'all' })).status, 202);
+  assert.equal((await c.settled('art', 60_000)).status, 'success');
+  assert.equal(blobFiles(dir).length, 4);
+
+  const prune = spawnWeft(['prune', '--retain-runs', '1'], { ...sb.env, ARTIFACTS_DIR: dir }, sb.dir);
+  assert.equal(await prune.exited, 0, prune.output());
+  assert.match(prune.output(), /deleted 1 run/);
+  const left = blobFiles(dir);
+  assert.equal(left.length, 2, `run 2's files only: ${left.join(', ')}`);
+  assert.ok(run1.every((f) => !left.includes(f)), 'run 1\'s files went with it');
+  const still = await download(`${server.url}/api/workflows/art/runs/2/artifacts/build/report.txt`);
+  assert.equal(still.body.toString(), 'report\n');
+});
