@@ -18,6 +18,11 @@ export interface BlobStore {
    */
   read(blob: { blob_id: string; size: number; chunk_bytes: number }, start: number, end: number): AsyncGenerator<Uint8Array>;
   /**
+   * Deletes the bytes of blobs the store reported no row names any more (retention's
+   * `unnamed_blobs`). Answers how many went. A no-op for the store's chunks, deleted with the rows.
+   */
+  remove(blobIds: readonly string[]): Promise<number>;
+  /**
    * Deletes the bytes that no artifact row names any more and the leftovers of uploads that died.
    * `force` runs it now; otherwise an implementation may skip a pass that comes soon after the last.
    * Answers how many blobs went. The store's chunks need none: the store deletes them with the rows.
@@ -63,6 +68,10 @@ export class ChunkBlobs implements BlobStore {
       yield data.subarray(from, to);
       pos += to - from;
     }
+  }
+
+  async remove(): Promise<number> {
+    return 0;
   }
 
   async collect(): Promise<number> {

@@ -508,11 +508,22 @@ export class Engine extends EngineReads {
     }
   }
 
+  /** Deletes the bytes kept outside the store of blobs retention reported unnamed; logged, never thrown. */
+  private async removeBlobs(ids: readonly string[]): Promise<void> {
+    try {
+      const removed = await this.artifacts.blobs.remove(ids);
+      if (removed > 0) this.log.info({ blobs: removed }, 'deleted the artifact files of the runs retention deleted');
+    } catch (err) {
+      // The reaper's sweep finds them again (no row names them).
+      this.log.warn({ err }, 'deleting artifact files after retention failed; the sweep tries again');
+    }
+  }
+
   /**
    * Deletes the artifact bytes kept outside the store (ARTIFACTS_DIR) that no row names any more, and
    * the leftovers of uploads that died; a no-op for bytes in the store, which go with their rows. Each
-   * reaper pass asks (the file implementation then sweeps at most once a minute); retention and
-   * workflow deletion force it. A failure is logged, never thrown: the next pass tries again.
+   * reaper pass asks (the file implementation then sweeps at most once a minute); workflow deletion
+   * forces it (retention removes the files the store reported instead, without a listing). A failure is logged, never thrown: the next pass tries again.
    */
   async collectBlobs(force = false): Promise<void> {
     try {
@@ -535,7 +546,7 @@ export class Engine extends EngineReads {
         const logChunks = totals.runs.reduce((n, r) => n + r.log_chunks, totals.partial_log_chunks);
         this.log.info({ runs: totals.runs.length, log_chunks: logChunks, more: totals.more }, 'retention deleted finished runs');
       }
-      if (totals.runs.length > 0) await this.collectBlobs(true);
+      if (totals.unnamed_blobs.length > 0) await this.removeBlobs(totals.unnamed_blobs);
       return totals;
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;

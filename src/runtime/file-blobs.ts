@@ -113,6 +113,21 @@ export class FileBlobs implements BlobStore {
     }
   }
 
+  async remove(blobIds: readonly string[]): Promise<number> {
+    let removed = 0;
+    for (const id of blobIds) {
+      if (!BLOB_ID.test(id)) continue;
+      try {
+        await rm(this.pathOf(id));
+        removed++;
+      } catch (err) {
+        // Another server (or a sweep) removed it first.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    return removed;
+  }
+
   async collect(force: boolean): Promise<number> {
     const now = this.now();
     if (!force && now - this.lastSweepMs < SWEEP_EVERY_MS) return 0;

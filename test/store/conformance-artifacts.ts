@@ -123,6 +123,7 @@ export function artifactCases(withStore: Case): void {
     // Run 1 goes: its own artifact's bytes with it, the shared ones stay for run 2.
     const out = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
     assert.deepEqual(out.runs.map((r) => r.run_number), [1]);
+    assert.deepEqual(out.unnamed_blobs, [only1.blob], 'retention reports the blob only run 1 named, not the one run 2 shares');
     assert.deepEqual(await list(store, 'wf', 1), []);
     assert.equal(await chunk0(store, only1.blob!), null, 'run 1\'s own artifact\'s bytes are gone');
     assert.ok((await bytesOf(store, (await list(store, 'wf', 2))[0]!)).equals(data), 'the kept artifact outlives the run it was uploaded in');
@@ -130,7 +131,10 @@ export function artifactCases(withStore: Case): void {
     // A third run, then run 2 goes too: nothing of app.bin is left.
     await start(store, 'wf', 3000, { build: {}, test: { needs: ['build'] } });
     for (const id of ['build', 'test']) await complete(store, (await claimOne(store, 3100, id)).lease.lease_id, {}, 3100);
-    await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
+    const preview = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: true });
+    assert.deepEqual(preview.unnamed_blobs ?? [], [], 'a dry run reports nothing');
+    const out2 = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
+    assert.deepEqual(out2.unnamed_blobs, [kept[0]!.blob_id], 'the shared blob is reported once the last run naming it went');
     assert.deepEqual(await list(store, 'wf', 2), []);
     assert.equal(await chunk0(store, kept[0]!.blob_id), null, 'the shared bytes went with the last run naming them');
   });

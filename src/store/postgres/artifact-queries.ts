@@ -67,6 +67,15 @@ export const ARTIFACT_QUERIES = {
     AND NOT EXISTS (
       SELECT 1 FROM artifacts o WHERE o.blob_id = c.blob_id
         AND (o.workflow_id, o.run_number) NOT IN (SELECT * FROM ${KEYS}))`,
+  /**
+   * Retention, before the first step: the runs' blobs that no row of another run names (the ones
+   * deleteRunsBlobs deletes the chunks of, answered for bytes kept outside the store). $1, $2 as KEYS.
+   */
+  runsUnnamedBlobs: `SELECT DISTINCT a.blob_id FROM artifacts a, ${KEYS}
+    WHERE a.workflow_id = k.workflow_id AND a.run_number = k.run_number
+      AND NOT EXISTS (
+        SELECT 1 FROM artifacts o WHERE o.blob_id = a.blob_id
+          AND (o.workflow_id, o.run_number) NOT IN (SELECT * FROM ${KEYS}))`,
   /** Retention, second step: the runs' rows. $1, $2 as KEYS. */
   deleteRunsArtifacts: `DELETE FROM artifacts a USING ${KEYS} WHERE a.workflow_id = k.workflow_id AND a.run_number = k.run_number`,
 } as const;
