@@ -9,8 +9,7 @@ import { hasRetention, type RetentionPolicy } from '../engine/retention.js';
  * runs that are due (README "Retention"). Each pass also starts the scheduled runs whose time has come
  * (docs/api.md "Schedules"), so the one at start is the catch-up for times missed meanwhile, and
  * deletes the workers unseen for WORKER_RETAIN_SECS that hold no lease. With ARTIFACTS_DIR, a pass
- * also deletes the artifact files no row names any more (at most one sweep a minute unless retention
- * just deleted runs).
+ * also sweeps for the artifact files no row names any more (at most once a minute).
  */
 export class Reaper {
   private timer: NodeJS.Timeout | null = null;
