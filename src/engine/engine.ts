@@ -523,7 +523,8 @@ export class Engine extends EngineReads {
    * Deletes the artifact bytes kept outside the store (ARTIFACTS_DIR) that no row names any more, and
    * the leftovers of uploads that died; a no-op for bytes in the store, which go with their rows. Each
    * reaper pass asks (the file implementation then sweeps at most once a minute); workflow deletion
-   * forces it (retention removes the files the store reported instead, without a listing). A failure is logged, never thrown: the next pass tries again.
+   * forces it (retention removes the files the store reported instead, without a listing). A failure
+   * is logged, never thrown: the next pass tries again.
    */
   async collectBlobs(force = false): Promise<void> {
     try {
