@@ -9,11 +9,13 @@ import {
 import { WeftError } from '../protocol/errors.js';
 import type { ArtifactDownload, ClaimResult } from '../protocol/wire.js';
 import type { ArtifactRecord, LeaseRefusal, Store, StoreReads } from '../store/store.js';
+import { ChunkBlobs, type BlobStore, type BlobWriter } from './blob-store.js';
 
 /**
- * Artifacts (README "Artifacts"): uploads streamed into the store chunk by chunk, listings, and
- * downloads streamed out chunk by chunk, each chunk its own short read, so that neither direction
- * holds more than a chunk or two of a file however large it is, nor a transaction for its length.
+ * Artifacts (README "Artifacts"): uploads streamed chunk by chunk into the blob store (the store's
+ * chunk rows, or files under ARTIFACTS_DIR), listings, and downloads streamed out piece by piece, so
+ * that neither direction holds more than a chunk or two of a file however large it is, nor a
+ * transaction for its length.
  */
 export class Artifacts {
   constructor(
@@ -23,6 +25,8 @@ export class Artifacts {
     private readonly refused: (leaseId: string, outcome: LeaseRefusal, holder: string | null) => WeftError,
     /** MAX_ARTIFACT_BYTES. */
     readonly maxBytes: number = DEFAULT_MAX_ARTIFACT_BYTES,
+    /** Where the bytes go (ARTIFACTS_DIR); the store's chunk rows by default. */
+    readonly blobs: BlobStore = new ChunkBlobs(store),
   ) {}
 
   /**
@@ -41,10 +45,11 @@ export class Artifacts {
     if (begun.kind !== 'begun') throw this.refused(leaseId, begun, holder);
     const blobId = begun.upload.blob_id;
     let stored = false;
+    let writer: BlobWriter | null = null;
     try {
+      writer = await this.blobs.writer(blobId);
       const hash = createHash('sha256');
       let size = 0;
-      let seq = 0;
       const chunk = Buffer.allocUnsafe(ARTIFACT_CHUNK_BYTES);
       let filled = 0;
       for await (const data of body) {
@@ -62,12 +67,12 @@ export class Artifacts {
           if (filled === ARTIFACT_CHUNK_BYTES) {
             // Awaited before more is read: the request stream waits meanwhile (backpressure). The store
             // has copied the chunk once the write resolves, so the one buffer serves every chunk.
-            await this.store.putArtifactChunk(blobId, seq++, chunk);
+            await writer.write(chunk);
             filled = 0;
           }
         }
       }
-      if (filled > 0) await this.store.putArtifactChunk(blobId, seq++, chunk.subarray(0, filled));
+      if (filled > 0) await writer.write(chunk.subarray(0, filled));
       const digest = hash.digest('hex');
       if (digest !== sha256) {
         throw new WeftError(
@@ -84,8 +89,15 @@ export class Artifacts {
       stored = true;
       if (finished.kind === 'cancelled') throw new WeftError('job_cancelled', `lease ${leaseId}: the job was cancelled during the upload; nothing was stored`);
       if (finished.kind !== 'stored') throw this.refused(leaseId, finished, holder);
+      // Recorded: now the bytes become readable (a file renamed into place). Until the job succeeds no
+      // one lists the row, so no reader looks for them in between.
+      await writer.commit();
+      writer = null;
       return artifactView(finished.artifact);
     } finally {
+      // What was written and not made readable goes (a refused upload, or a commit that failed: a row
+      // without bytes is then dropped by the next upload of the name, or by retention).
+      await writer?.discard();
       // finishArtifactUpload deletes a refused upload's chunks itself.
       if (!stored) await this.store.abortArtifactUpload(blobId).catch(() => {});
     }
@@ -113,16 +125,10 @@ export class Artifacts {
    * consumer asks for it. Ends with an error when the artifact is deleted meanwhile (retention).
    */
   async *bytes(a: ArtifactRecord, start: number, end: number): AsyncGenerator<Uint8Array> {
-    if (a.size === 0 || end < start) return;
-    let pos = start;
-    while (pos <= end) {
-      const seq = Math.floor(pos / a.chunk_bytes);
-      const data = await this.store.read((r) => r.getArtifactChunk(a.blob_id, seq));
-      if (data === null) throw new Error(`artifact "${a.name}" of job "${a.job_id}" lost chunk ${seq} while it was being read (deleted meanwhile?)`);
-      const from = pos - seq * a.chunk_bytes;
-      const to = Math.min(data.byteLength, end - seq * a.chunk_bytes + 1);
-      yield data.subarray(from, to);
-      pos += to - from;
+    try {
+      yield* this.blobs.read(a, start, end);
+    } catch (err) {
+      throw new Error(`artifact "${a.name}" of job "${a.job_id}": ${(err as Error).message}`, { cause: err });
     }
   }
 

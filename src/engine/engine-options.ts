@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { JobChange, JobRecord, Store } from '../store/store.js';
+import type { BlobStore } from './blob-store.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -77,4 +78,9 @@ export interface EngineOptions {
   maxLogBytesPerAttempt?: number;
   /** MAX_ARTIFACT_BYTES: the largest artifact an upload may store (default 1 GiB, README "Artifacts"). */
   maxArtifactBytes?: number;
+  /**
+   * Where artifact bytes go (ARTIFACTS_DIR, docs/architecture.md "Artifacts"): the store's chunk rows
+   * when absent; the runtime passes its file implementation when ARTIFACTS_DIR is set.
+   */
+  blobs?: BlobStore;
 }

@@ -77,7 +77,7 @@ export class Engine extends EngineReads {
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.maxLogBytesPerAttempt = opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT;
-    this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.refused(id, outcome, holder), opts.maxArtifactBytes);
+    this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.refused(id, outcome, holder), opts.maxArtifactBytes, opts.blobs);
     this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
     this.workerRetainMs = opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS;
     this.log = opts.logger;
@@ -504,7 +504,36 @@ export class Engine extends EngineReads {
       if (outcome === 'not_found' && step === 0) throw workflowNotFound(id);
       this.log.info({ workflow_id: id }, 'workflow deleted');
       this.events.emit('workflow', id);
+      await this.collectBlobs(true);
       return;
+    }
+  }
+
+  /** Deletes the bytes kept outside the store of blobs retention reported unnamed; logged, never thrown. */
+  private async removeBlobs(ids: readonly string[]): Promise<void> {
+    try {
+      const removed = await this.artifacts.blobs.remove(ids);
+      if (removed > 0) this.log.info({ blobs: removed }, 'deleted the artifact files of the runs retention deleted');
+    } catch (err) {
+      // The reaper's sweep finds them again (no row names them).
+      this.log.warn({ err }, 'deleting artifact files after retention failed; the sweep tries again');
+    }
+  }
+
+  /**
+   * Deletes the artifact bytes kept outside the store (ARTIFACTS_DIR) that no row names any more, and
+   * the leftovers of uploads that died; a no-op for bytes in the store, which go with their rows. Each
+   * reaper pass asks (the file implementation then sweeps at most once a minute); workflow deletion
+   * forces it (retention removes the files the store reported instead, without a listing). A failure
+   * is logged, never thrown: the next pass tries again.
+   */
+  async collectBlobs(force = false): Promise<void> {
+    try {
+      const removed = await this.artifacts.blobs.collect(force);
+      if (removed > 0) this.log.info({ blobs: removed }, 'deleted artifact files no run names any more');
+    } catch (err) {
+      if (err instanceof StoreUnavailableError) this.outage.warn('artifact files', err);
+      else this.log.warn({ err }, 'deleting unused artifact files failed; the next reaper pass tries again');
     }
   }
 
@@ -519,6 +548,7 @@ export class Engine extends EngineReads {
         const logChunks = totals.runs.reduce((n, r) => n + r.log_chunks, totals.partial_log_chunks);
         this.log.info({ runs: totals.runs.length, log_chunks: logChunks, more: totals.more }, 'retention deleted finished runs');
       }
+      if (totals.unnamed_blobs.length > 0) await this.removeBlobs(totals.unnamed_blobs);
       return totals;
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;

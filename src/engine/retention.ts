@@ -65,6 +65,8 @@ export interface PruneTotals {
   partial_log_chunks: number;
   /** More runs are due than these batches deleted. */
   more: boolean;
+  /** Blob ids of the deleted runs' artifacts no row names any more (for ARTIFACTS_DIR's files). */
+  unnamed_blobs: string[];
 }
 
 /**
@@ -78,6 +80,7 @@ export async function pruneInBatches(
   onBatch?: (runs: readonly PrunedRun[]) => void,
 ): Promise<PruneTotals> {
   const runs: PrunedRun[] = [];
+  const unnamed: string[] = [];
   // Chunks deleted of a run before the batch that deleted the run itself.
   const earlier = new Map<string, number>();
   const key = (r: { workflow_id: string; run_number: number }) => `${r.run_number}\u0000${r.workflow_id}`;
@@ -92,10 +95,11 @@ export async function pruneInBatches(
     });
     if (out.partial) earlier.set(key(out.partial), (earlier.get(key(out.partial)) ?? 0) + out.partial.log_chunks);
     runs.push(...done);
+    unnamed.push(...(out.unnamed_blobs ?? []));
     if (done.length > 0) onBatch?.(done);
     more = out.more;
   }
   let partial = 0;
   for (const n of earlier.values()) partial += n;
-  return { runs, partial_log_chunks: partial, more };
+  return { runs, partial_log_chunks: partial, more, unnamed_blobs: unnamed };
 }

@@ -46,6 +46,8 @@ export interface ServerConfig {
   maxLogBytesPerAttempt: number;
   /** MAX_ARTIFACT_BYTES (README "Artifacts"). */
   maxArtifactBytes: number;
+  /** ARTIFACTS_DIR (README "Artifacts"): artifact bytes as files there; null keeps them in the store. */
+  artifactsDir: string | null;
 }
 
 const MIB = 1024 * 1024;
@@ -92,6 +94,7 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     streamBacklogBytes: envNumber(env, 'STREAM_BACKLOG_BYTES', 4 * MIB, { min: 16 * 1024, integer: true }),
     maxLogBytesPerAttempt: envNumber(env, 'MAX_LOG_BYTES_PER_ATTEMPT', 64 * MIB, { min: 1024, integer: true }),
     maxArtifactBytes: envNumber(env, 'MAX_ARTIFACT_BYTES', 1024 * MIB, { min: 0, integer: true }),
+    artifactsDir: env.ARTIFACTS_DIR?.trim() || null,
   };
 }
 

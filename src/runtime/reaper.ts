@@ -8,7 +8,8 @@ import { hasRetention, type RetentionPolicy } from '../engine/retention.js';
  * retention policy (RETAIN_RUNS, RETAIN_DAYS), each pass then deletes a bounded share of the finished
  * runs that are due (README "Retention"). Each pass also starts the scheduled runs whose time has come
  * (docs/api.md "Schedules"), so the one at start is the catch-up for times missed meanwhile, and
- * deletes the workers unseen for WORKER_RETAIN_SECS that hold no lease.
+ * deletes the workers unseen for WORKER_RETAIN_SECS that hold no lease. With ARTIFACTS_DIR, a pass
+ * also sweeps for the artifact files no row names any more (at most once a minute).
  */
 export class Reaper {
   private timer: NodeJS.Timeout | null = null;
@@ -34,6 +35,7 @@ export class Reaper {
       .then(() => this.engine.pruneWorkers())
       .then(() => this.engine.fireSchedules())
       .then(() => (retention ? this.engine.applyRetention(retention) : null))
+      .then(() => this.engine.collectBlobs())
       .then(() => undefined)
       .catch((err: unknown) => this.log.error({ err }, 'reaper pass failed'))
       .finally(() => {

@@ -7,6 +7,7 @@ import { buildApp } from '../http/app.js';
 import { openStore, type Store } from '../store/index.js';
 import type { ServerConfig } from './config.js';
 import { displayHost, isLoopback, listenWithFallForward } from './listen.js';
+import { FileBlobs } from './file-blobs.js';
 import { Reaper } from './reaper.js';
 
 export interface RunningServer {
@@ -33,8 +34,10 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 /** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
+  const blobs = await blobStore(config, store);
   const engine = new Engine({
     store,
+    blobs,
     logger: log,
     workerOfflineAfterMs: config.workerOfflineAfterMs,
     workerRetainMs: config.workerRetainMs,
@@ -86,7 +89,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     }
     // Scripts wait for this line, so it is printed whatever LOG_LEVEL says.
     log.child({}, { level: 'info' }).info(
-      { port, store: store.kind, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs, ...retentionFields(config) },
+      { port, store: store.kind, artifacts_dir: blobs?.dir ?? null, api_only: config.apiOnly, reap_interval_ms: config.apiOnly ? null : config.reapIntervalMs, ...retentionFields(config) },
       `weft server listening on ${url}`,
     );
     const server = app;
@@ -118,7 +121,8 @@ export async function startScheduler(
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
-  const engine = new Engine({ store, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
+  const blobs = await blobStore(config, store);
+  const engine = new Engine({ store, blobs, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
   const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
   reaper.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
@@ -131,6 +135,20 @@ export async function startScheduler(
       await store.close();
     },
   };
+}
+
+/**
+ * ARTIFACTS_DIR's file store, or undefined for bytes in the store. The scheduler and `weft prune` need
+ * it too: they delete runs, and with them the files no row names any more.
+ */
+export async function blobStore(config: ServerConfig, store: Store): Promise<FileBlobs | undefined> {
+  if (config.artifactsDir === null) return undefined;
+  try {
+    return await FileBlobs.open(config.artifactsDir, store);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 }
 
 /**

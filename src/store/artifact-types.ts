@@ -74,6 +74,12 @@ export interface ArtifactReads {
   getArtifact(workflowId: string, runNumber: number, jobId: string, name: string): Promise<ArtifactRecord | null>;
   /** Chunk `seq` of a blob, or null when there is none (deleted meanwhile). */
   getArtifactChunk(blobId: string, seq: number): Promise<Uint8Array | null>;
+  /**
+   * Of `blobIds`, those that no artifact row (of any run or attempt) and no upload in progress names:
+   * bytes kept outside the store (ARTIFACTS_DIR) under such an id are no longer needed by anyone.
+   * Retention, workflow deletion, a replaced name or a failed attempt leave such ids behind.
+   */
+  unnamedBlobs(blobIds: readonly string[]): Promise<string[]>;
 }
 
 /** Uploads left unfinished longer than this are deleted by the next upload that starts. */

@@ -118,6 +118,12 @@ export interface PruneOutcome {
   partial: { workflow_id: string; run_number: number; log_chunks: number } | null;
   /** More runs are due than this call deleted (or, in a dry run, listed): call again. */
   more: boolean;
+  /**
+   * The blob ids of the deleted runs' artifacts that no row names any more (absent in a dry run):
+   * bytes kept outside the store (ARTIFACTS_DIR) under these ids can go. The store's own chunks of
+   * them are deleted already.
+   */
+  unnamed_blobs?: string[];
 }
 
 /** How much one call of `deleteWorkflow` may delete before answering `more`. */

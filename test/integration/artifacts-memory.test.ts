@@ -3,9 +3,10 @@
  * uploads it to a `weft server` (SQLite), a second job downloads it with `download:`, and the test
  * downloads it over HTTP; the resident memory of the server and of the worker, read from
  * /proc/<pid>/status all along, grows by less than 100 MB. The file is made by the job itself
- * (`head -c … /dev/urandom`), never held in memory by anyone. Needs `npm run build` first.
+ * (`head -c … /dev/urandom`), never held in memory by anyone. Once with the bytes in the store, once
+ * with ARTIFACTS_DIR. Needs `npm run build` first.
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -45,9 +46,9 @@ function sampler(pid: number) {
 
 const mb = (n: number) => `${(n / MB).toFixed(1)} MB`;
 
-test('a 1 GiB artifact goes worker → server → worker → client streamed: server and worker RSS grow < 100 MB', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+async function oneGiB(t: TestContext, env: (dir: string) => Record<string, string>) {
   const sb = sandbox(t);
-  const server = await serverProcess(t, sb);
+  const server = await serverProcess(t, sb, env(sb.dir));
   const c = client(server.url);
   const put = await c.put('/api/workflows/big', {
     jobs: {
@@ -113,4 +114,12 @@ test('a 1 GiB artifact goes worker → server → worker → client streamed: se
   t.diagnostic(`server RSS ${mb(base.server)} → peak ${mb(peak.server)} (+${mb(growth.server)}); worker RSS ${mb(base.worker)} → peak ${mb(peak.worker)} (+${mb(growth.worker)})`);
   assert.ok(growth.server < MAX_GROWTH, `server RSS grew by ${mb(growth.server)} (from ${mb(base.server)} to ${mb(peak.server)}); the bound is ${mb(MAX_GROWTH)}`);
   assert.ok(growth.worker < MAX_GROWTH, `worker RSS grew by ${mb(growth.worker)} (from ${mb(base.worker)} to ${mb(peak.worker)}); the bound is ${mb(MAX_GROWTH)}`);
-});
+}
+
+const LINUX = { skip: process.platform !== 'linux' && 'reads /proc' };
+
+test('a 1 GiB artifact goes worker → server → worker → client streamed: server and worker RSS grow < 100 MB', LINUX, (t) => oneGiB(t, () => ({})));
+
+test('the same with ARTIFACTS_DIR: files written and read in bounded pieces', LINUX, (t) =>
+  oneGiB(t, (dir) => ({ ARTIFACTS_DIR: path.join(dir, 'artifacts') })),
+);

@@ -123,6 +123,7 @@ export function artifactCases(withStore: Case): void {
     // Run 1 goes: its own artifact's bytes with it, the shared ones stay for run 2.
     const out = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
     assert.deepEqual(out.runs.map((r) => r.run_number), [1]);
+    assert.deepEqual(out.unnamed_blobs, [only1.blob], 'retention reports the blob only run 1 named, not the one run 2 shares');
     assert.deepEqual(await list(store, 'wf', 1), []);
     assert.equal(await chunk0(store, only1.blob!), null, 'run 1\'s own artifact\'s bytes are gone');
     assert.ok((await bytesOf(store, (await list(store, 'wf', 2))[0]!)).equals(data), 'the kept artifact outlives the run it was uploaded in');
@@ -130,7 +131,10 @@ export function artifactCases(withStore: Case): void {
     // A third run, then run 2 goes too: nothing of app.bin is left.
     await start(store, 'wf', 3000, { build: {}, test: { needs: ['build'] } });
     for (const id of ['build', 'test']) await complete(store, (await claimOne(store, 3100, id)).lease.lease_id, {}, 3100);
-    await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
+    const preview = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: true });
+    assert.deepEqual(preview.unnamed_blobs ?? [], [], 'a dry run reports nothing');
+    const out2 = await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
+    assert.deepEqual(out2.unnamed_blobs, [kept[0]!.blob_id], 'the shared blob is reported once the last run naming it went');
     assert.deepEqual(await list(store, 'wf', 2), []);
     assert.equal(await chunk0(store, kept[0]!.blob_id), null, 'the shared bytes went with the last run naming them');
   });
@@ -145,5 +149,44 @@ export function artifactCases(withStore: Case): void {
     // Created again, its run 1 has none of the old ones.
     await start(store, 'wf', 2000, { a: {} });
     assert.deepEqual(await list(store, 'wf', 1), []);
+  });
+
+  withStore('unnamedBlobs answers the blob ids no row and no upload in progress names: after a replace, a failed attempt, retention, a workflow deletion', async (store) => {
+    const unnamed = (ids: string[]) => read(store, (r) => r.unnamedBlobs(ids)).then((x) => [...x].sort());
+    assert.deepEqual(await unnamed([]), []);
+    assert.deepEqual(await unnamed(['never-seen']), ['never-seen'], 'an id nothing ever named is unnamed');
+    await start(store, 'wf', 1000, { build: { max_retries: 1 }, test: { needs: ['build'] } });
+    const b0 = await claimOne(store, 1000, 'build');
+    const failedBlob = (await upload(store, b0.lease.lease_id, 'app.bin', Buffer.from('attempt 0'), 1050)).blob!;
+    await store.fail(b0.lease.lease_id, 'boom', true, 1060);
+    assert.deepEqual(await unnamed([failedBlob]), [], 'a failed attempt\'s rows still name its blob until the next attempt uploads');
+    const b = await claimOne(store, 1070, 'build');
+    const replaced = (await upload(store, b.lease.lease_id, 'app.bin', Buffer.from('first'), 1100)).blob!;
+    assert.deepEqual(await unnamed([failedBlob]), [failedBlob], 'the next attempt\'s upload dropped the failed attempt\'s rows');
+    const kept = (await upload(store, b.lease.lease_id, 'app.bin', Buffer.from('second'), 1150)).blob!;
+    assert.deepEqual(await unnamed([replaced, kept]), [replaced], 'a replaced upload\'s blob is unnamed, the new one named');
+    await complete(store, b.lease.lease_id, {}, 1200);
+    // An upload in progress names its blob before any row does.
+    const t = await claimOne(store, 1300, 'test');
+    const begun = await store.beginArtifactUpload(t.lease.lease_id, 1300);
+    assert.equal(begun.kind, 'begun');
+    const open = begun.kind === 'begun' ? begun.upload.blob_id : '';
+    assert.deepEqual(await unnamed([open, kept, kept]), [], 'an upload in progress and a stored artifact are named; ids repeat harmlessly');
+    await store.abortArtifactUpload(open);
+    assert.deepEqual(await unnamed([open]), [open], 'an aborted upload names nothing');
+    await complete(store, t.lease.lease_id, {}, 1400);
+
+    // Run 2 re-runs test, keeping build: its row names the same blob, so pruning run 1 leaves it named.
+    const jobs = buildJobs('wf', 2000, { build: {}, test: { needs: ['build'] } });
+    Object.assign(jobs[0]!, { status: 'success', outputs: {}, attempt: 1, started_at_ms: 1070, finished_at_ms: 1200 });
+    Object.assign(jobs[1]!, { status: 'queued', pending_needs: 0, enqueued_at_ms: 2000, ready_at_ms: 2000, upstream_outputs: { build: {} } });
+    const started = await store.startRun({ workflow_id: 'wf', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 2000, rerun_of: 1 });
+    assert.equal(started.kind, 'started');
+    await complete(store, (await claimOne(store, 2100, 'test')).lease.lease_id, {}, 2200);
+    await store.pruneRuns({ retain_runs: 1, finished_before_ms: null, max_runs: 100, max_log_chunks: 10_000, dry_run: false });
+    assert.deepEqual(await list(store, 'wf', 1), []);
+    assert.deepEqual(await unnamed([kept]), [], 'the kept job of run 2 still names the blob run 1 uploaded');
+    assert.equal(await store.deleteWorkflow('wf', { max_runs: 10, max_log_chunks: 1000 }), 'deleted');
+    assert.deepEqual(await unnamed([kept, replaced]), [kept, replaced].sort(), 'with the workflow gone nothing names them');
   });
 }

@@ -85,7 +85,12 @@ async function prune(config: ServerConfig, opts: PruneOptions): Promise<void> {
   try {
     const dryRun = opts.dryRun === true;
     const req = pruneRequest(policy, Date.now(), dryRun, dryRun ? DRY_RUN_LIST_MAX : undefined);
-    const { runs, more } = await pruneInBatches(store, req, Infinity);
+    const { runs, more, unnamed_blobs } = await pruneInBatches(store, req, Infinity);
+    if (!dryRun && config.artifactsDir !== null && unnamed_blobs.length > 0) {
+      // The files of the blobs these runs alone named (ARTIFACTS_DIR, README "Artifacts").
+      const { FileBlobs } = await import('../../runtime/file-blobs.js');
+      await (await FileBlobs.open(config.artifactsDir, store)).remove(unnamed_blobs);
+    }
     process.stdout.write(report(runs, dryRun, more, policy, opts.json === true));
   } finally {
     await store.close();

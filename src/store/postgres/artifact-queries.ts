@@ -25,6 +25,10 @@ export const ARTIFACT_QUERIES = {
   /** The chunks of blobs $1 (text[]) that no artifact row names any more. */
   deleteUnusedBlobs: `DELETE FROM artifact_chunks c WHERE c.blob_id = ANY($1::text[])
     AND NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.blob_id = c.blob_id)`,
+  /** Of the ids $1 (text[]), those no artifact row and no upload in progress names. */
+  unnamedBlobs: `SELECT DISTINCT i.blob_id FROM unnest($1::text[]) AS i(blob_id)
+    WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.blob_id = i.blob_id)
+      AND NOT EXISTS (SELECT 1 FROM artifact_uploads u WHERE u.blob_id = i.blob_id)`,
   /** $1 blob id */
   deleteBlob: `DELETE FROM artifact_chunks WHERE blob_id = $1`,
   /** The job's rows of other attempts than $4. $1 workflow id, $2 run number, $3 job id, $4 attempt */
@@ -63,6 +67,15 @@ export const ARTIFACT_QUERIES = {
     AND NOT EXISTS (
       SELECT 1 FROM artifacts o WHERE o.blob_id = c.blob_id
         AND (o.workflow_id, o.run_number) NOT IN (SELECT * FROM ${KEYS}))`,
+  /**
+   * Retention, before the first step: the runs' blobs that no row of another run names (the ones
+   * deleteRunsBlobs deletes the chunks of, answered for bytes kept outside the store). $1, $2 as KEYS.
+   */
+  runsUnnamedBlobs: `SELECT DISTINCT a.blob_id FROM artifacts a, ${KEYS}
+    WHERE a.workflow_id = k.workflow_id AND a.run_number = k.run_number
+      AND NOT EXISTS (
+        SELECT 1 FROM artifacts o WHERE o.blob_id = a.blob_id
+          AND (o.workflow_id, o.run_number) NOT IN (SELECT * FROM ${KEYS}))`,
   /** Retention, second step: the runs' rows. $1, $2 as KEYS. */
   deleteRunsArtifacts: `DELETE FROM artifacts a USING ${KEYS} WHERE a.workflow_id = k.workflow_id AND a.run_number = k.run_number`,
 } as const;

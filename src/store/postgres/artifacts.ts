@@ -118,7 +118,7 @@ export async function copyKeptArtifacts(q: Exec, workflowId: string, fromRun: nu
 }
 
 /** The artifact reads of makeReads (reads.ts). */
-export function artifactReads(q: Exec): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk'> {
+export function artifactReads(q: Exec): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk' | 'unnamedBlobs'> {
   return {
     listArtifacts: async (workflowId, runNumber, jobId) =>
       (jobId === undefined
@@ -133,5 +133,7 @@ export function artifactReads(q: Exec): Pick<StoreReads, 'listArtifacts' | 'getA
       const [row] = await q(QUERIES.getArtifactChunk, [blobId, seq]);
       return row ? (row.data as Buffer) : null;
     },
+    unnamedBlobs: async (blobIds) =>
+      blobIds.length === 0 ? [] : (await q(QUERIES.unnamedBlobs, [[...blobIds]])).map((r) => r.blob_id as string),
   };
 }

@@ -1,7 +1,7 @@
 import type { RunState } from '../../domain/model.js';
 import type { DeleteLimits, DeleteWorkflowOutcome, PruneOutcome, PruneRequest, PrunedRun, RunKey } from '../store.js';
 import { QUERIES } from './queries.js';
-import { transaction, type Exec, type Sql } from './tx.js';
+import { transaction, type Exec, type Row, type Sql } from './tx.js';
 
 /**
  * Retention (README "Retention"): each call is one transaction that deletes at most a bounded number
@@ -78,13 +78,15 @@ async function deleteWithin(
   q: Exec,
   runs: readonly Counted[],
   budget: number,
-): Promise<{ whole: number; partial: PruneOutcome['partial']; stopped: boolean }> {
+): Promise<{ whole: number; partial: PruneOutcome['partial']; stopped: boolean; unnamed: string[] }> {
   let whole = 0;
   while (whole < runs.length && runs[whole]!.log_chunks <= budget) budget -= runs[whole++]!.log_chunks;
   const stmts: Array<Promise<unknown>> = [];
+  let unnamed: Promise<Row[]> | null = null;
   if (whole > 0) {
     const k = keys(runs.slice(0, whole));
-    stmts.push(q(QUERIES.deleteRunsLogChunks, k), q(QUERIES.deleteRunsBlobs, k), q(QUERIES.deleteRunsArtifacts, k), q(QUERIES.deleteRunsLeases, k), q(QUERIES.deleteRunsJobs, k), q(QUERIES.deleteRuns, k));
+    unnamed = q(QUERIES.runsUnnamedBlobs, k);
+    stmts.push(unnamed, q(QUERIES.deleteRunsLogChunks, k), q(QUERIES.deleteRunsBlobs, k), q(QUERIES.deleteRunsArtifacts, k), q(QUERIES.deleteRunsLeases, k), q(QUERIES.deleteRunsJobs, k), q(QUERIES.deleteRuns, k));
   }
   const next = runs[whole];
   const some = next && budget > 0 ? q(QUERIES.deleteSomeRunLogChunks, [next.workflow_id, next.run_number, budget]) : null;
@@ -92,7 +94,8 @@ async function deleteWithin(
   // The driver's result carries the number of rows a DELETE removed.
   const deleted = some ? ((await some) as unknown as { count: number }).count : 0;
   const partial = next && deleted > 0 ? { workflow_id: next.workflow_id, run_number: next.run_number, log_chunks: deleted } : null;
-  return { whole, partial, stopped: next !== undefined };
+  const blobs = unnamed ? (await unnamed).map((r) => r.blob_id as string) : [];
+  return { whole, partial, stopped: next !== undefined, unnamed: blobs };
 }
 
 /** What retention would delete now, without changing anything (a read-only transaction, no row locks). */
@@ -113,8 +116,8 @@ export async function pruneRuns(sql: Sql, req: PruneRequest): Promise<PruneOutco
   return transaction(sql, async (q) => {
     const found = await candidates(q, req, req.max_runs + 1, true);
     const runs = await counted(q, found.slice(0, req.max_runs));
-    const { whole, partial, stopped } = await deleteWithin(q, runs, req.max_log_chunks);
-    return { runs: runs.slice(0, whole).map(pruned), partial, more: stopped || found.length > req.max_runs };
+    const { whole, partial, stopped, unnamed } = await deleteWithin(q, runs, req.max_log_chunks);
+    return { runs: runs.slice(0, whole).map(pruned), partial, more: stopped || found.length > req.max_runs, unnamed_blobs: unnamed };
   });
 }
 

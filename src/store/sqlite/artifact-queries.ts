@@ -19,6 +19,10 @@ export const ARTIFACT_QUERIES = {
   getArtifactChunk: `SELECT data FROM artifact_chunks WHERE blob_id = ? AND seq = ?`,
   /** A blob's chunks, when no artifact row names it any more. ? blob_id, ? blob_id */
   deleteUnusedBlob: `DELETE FROM artifact_chunks WHERE blob_id = ? AND NOT EXISTS (SELECT 1 FROM artifacts WHERE blob_id = ?)`,
+  /** Of the ids given, those no artifact row and no upload in progress names. ? blob ids (JSON list) */
+  unnamedBlobs: `SELECT DISTINCT i.value AS blob_id FROM json_each(?) i
+    WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.blob_id = i.value)
+      AND NOT EXISTS (SELECT 1 FROM artifact_uploads u WHERE u.blob_id = i.value)`,
   /** ? blob_id */
   deleteBlob: `DELETE FROM artifact_chunks WHERE blob_id = ?`,
   /** The job's rows of other attempts than the current one. ? workflow_id, ? run_number, ? job_id, ? attempt */

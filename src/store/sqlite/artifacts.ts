@@ -101,15 +101,21 @@ export function copyKeptArtifacts(c: Conn, workflowId: string, fromRun: number, 
   c.q('copyKeptArtifacts').run({ workflow_id: workflowId, from_run: fromRun, to_run: toRun, job_ids: JSON.stringify(jobIds) });
 }
 
-/** Retention: the run's artifacts, and the blobs no other run's rows name. Answers how many rows went. */
-export function deleteRunArtifacts(c: Conn, workflowId: string, runNumber: number): number {
+/**
+ * Retention: the run's artifacts, and the chunks of the blobs no other run's rows name. Answers those
+ * blob ids (for bytes kept outside the store, ARTIFACTS_DIR).
+ */
+export function deleteRunArtifacts(c: Conn, workflowId: string, runNumber: number): string[] {
   const rows = c.q('deleteRunArtifacts').all(workflowId, runNumber) as Row[];
-  dropUnusedBlobs(c, rows.map((r) => r.blob_id as string));
-  return rows.length;
+  const ids = [...new Set(rows.map((r) => r.blob_id as string))];
+  if (ids.length === 0) return [];
+  const unnamed = (c.q('unnamedBlobs').all(JSON.stringify(ids)) as Row[]).map((r) => r.blob_id as string);
+  dropUnusedBlobs(c, ids);
+  return unnamed;
 }
 
 /** The artifact reads of makeReads (reads.ts). */
-export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk'> {
+export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getArtifact' | 'getArtifactChunk' | 'unnamedBlobs'> {
   return {
     listArtifacts: async (workflowId, runNumber, jobId) =>
       (jobId === undefined
@@ -124,5 +130,7 @@ export function artifactReads(c: Conn): Pick<StoreReads, 'listArtifacts' | 'getA
       const row = c.q('getArtifactChunk').get(blobId, seq) as { data: Buffer } | undefined;
       return row ? row.data : null;
     },
+    unnamedBlobs: async (blobIds) =>
+      blobIds.length === 0 ? [] : (c.q('unnamedBlobs').all(JSON.stringify(blobIds)) as Row[]).map((r) => r.blob_id as string),
   };
 }

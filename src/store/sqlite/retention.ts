@@ -39,7 +39,7 @@ function candidates(c: Conn, req: PruneRequest, limit: number): Candidate[] {
 const count = (c: Conn, name: 'countRunJobs' | 'countRunLogChunks', r: Candidate) =>
   (c.q(name).get(r.workflow_id, r.run_number) as { n: number }).n;
 
-type Deleted = { done: true; jobs: number; log_chunks: number } | { done: false; log_chunks: number };
+type Deleted = { done: true; jobs: number; log_chunks: number; unnamed_blobs: string[] } | { done: false; log_chunks: number };
 
 /**
  * Deletes the run with its leases, jobs (their outputs and dependencies with them) and log chunks when
@@ -53,11 +53,11 @@ function deleteRun(c: Conn, r: Candidate, budget: number): Deleted {
     return { done: false, log_chunks: deleted };
   }
   c.q('deleteRunLogChunks').run(r.workflow_id, r.run_number);
-  deleteRunArtifacts(c, r.workflow_id, r.run_number);
+  const unnamed = deleteRunArtifacts(c, r.workflow_id, r.run_number);
   c.q('deleteRunLeases').run(r.workflow_id, r.run_number);
   const jobs = c.q('deleteRunJobs').run(r.workflow_id, r.run_number).changes;
   c.q('deleteRun').run(r.workflow_id, r.run_number);
-  return { done: true, jobs, log_chunks: logs };
+  return { done: true, jobs, log_chunks: logs, unnamed_blobs: unnamed };
 }
 
 const pruned = (r: Candidate, jobs: number, log_chunks: number): PrunedRun => ({
@@ -82,17 +82,19 @@ export function pruneRuns(c: Conn, req: PruneRequest): PruneOutcome {
   if (req.dry_run) return previewPrune(c, req);
   const found = candidates(c, req, req.max_runs + 1);
   const runs: PrunedRun[] = [];
+  const unnamed: string[] = [];
   let budget = req.max_log_chunks;
   for (const r of found.slice(0, req.max_runs)) {
     const out = deleteRun(c, r, budget);
     if (!out.done) {
       const partial = out.log_chunks > 0 ? { workflow_id: r.workflow_id, run_number: r.run_number, log_chunks: out.log_chunks } : null;
-      return { runs, partial, more: true };
+      return { runs, partial, more: true, unnamed_blobs: unnamed };
     }
     budget -= out.log_chunks;
     runs.push(pruned(r, out.jobs, out.log_chunks));
+    unnamed.push(...out.unnamed_blobs);
   }
-  return { runs, partial: null, more: found.length > req.max_runs };
+  return { runs, partial: null, more: found.length > req.max_runs, unnamed_blobs: unnamed };
 }
 
 /**
