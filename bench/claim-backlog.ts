@@ -61,8 +61,8 @@ for (const n of sizes) {
     const s = performance.now();
     const c = await engine.claim({ worker_id: 'bench', labels: ['linux', 'gpu'], lease_ttl_secs: 30 });
     if (!c) break;
-    await engine.heartbeat(c.lease.lease_id);
-    await engine.complete(c.lease.lease_id, { i: String(i) });
+    await engine.leases.heartbeat(c.lease.lease_id);
+    await engine.leases.complete(c.lease.lease_id, { i: String(i) });
     lat.push(performance.now() - s);
   }
   lat.sort((a, b) => a - b);

@@ -4,21 +4,17 @@ import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
 import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
 import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
-import { storableOutputs, storableText } from '../domain/text.js';
-import type { Outputs, WorkflowDefinition } from '../domain/model.js';
+import type { WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
   ClaimResult,
-  CompleteResponse,
-  FailResponse,
-  HeartbeatResponse,
   IncomingLogChunk,
   LeaseView,
   StatusDocument,
   WorkerView,
 } from '../protocol/wire.js';
-import type { JobChange, LeaseRefusal, StoreReads, WorkflowRecord } from '../store/store.js';
+import type { JobChange, StoreReads, WorkflowRecord } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
@@ -26,22 +22,13 @@ import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerCla
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT } from '../domain/log-budget.js';
 import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
-import { leaseRefusalError, refusalChanges } from './lease-errors.js';
-import { fireDueSchedules, type ScheduleTotals } from './schedules.js';
+import { LeaseCalls } from './lease-calls.js';
 import type { RerunScope } from './run-plan.js';
 import { freshRun, rerunOf, type RunStart } from './run-start.js';
-import {
-  BATCHES_PER_PASS,
-  DEFAULT_WORKER_RETAIN_MS,
-  DELETE_BATCH,
-  pruneInBatches,
-  pruneRequest,
-  pruneWorkersInBatches,
-  type PruneTotals,
-  type RetentionPolicy,
-} from './retention.js';
+import { DEFAULT_WORKER_RETAIN_MS, DELETE_BATCH } from './retention.js';
+import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
-import { claimResult, leaseView, statusDocument, workerViews } from './views.js';
+import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
 
@@ -49,7 +36,6 @@ export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
 export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 
-const REAP_BATCH = 500;
 /** A definition saved between reading it and starting the run is rare; a few tries settle it. */
 const START_RUN_TRIES = 5;
 
@@ -65,25 +51,60 @@ export class Engine extends EngineReads {
   private readonly waiters: ClaimWaiters;
   private readonly peers: Peers;
   private readonly outage: OutageWarnings;
-  private readonly scheduleGraceMs: number;
   private readonly queued: QueuedRuns;
-  private readonly workerRetainMs: number;
 
-  /** MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
-  private readonly maxLogBytesPerAttempt: number;
+  /** The calls a worker makes on a lease it holds: heartbeat, complete, fail, logs. */
+  readonly leases: LeaseCalls;
   /** Artifacts (README "Artifacts"): uploads, listings, downloads. */
   readonly artifacts: Artifacts;
+  /** The reaper's passes (src/runtime/reaper.ts): lost leases, schedules, retention, workers, files. */
+  readonly housekeeping: Housekeeping;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
-    this.maxLogBytesPerAttempt = opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT;
-    this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.refused(id, outcome, holder), opts.maxArtifactBytes, opts.blobs);
-    this.scheduleGraceMs = opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS;
-    this.workerRetainMs = opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS;
     this.log = opts.logger;
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
+    this.leases = new LeaseCalls({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      queued: this.queued,
+      maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt ?? DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT,
+      announce: (changes) => this.announce(changes),
+      attempt: (event) => this.events.emit('attempt', event),
+      logsStored: (job) => {
+        this.events.emit('logs', job);
+        this.peers.sendLogs(job);
+      },
+      retryAt: (atMs) => {
+        this.waiters.wakeAt(atMs, this.now());
+        this.peers.sendWakeAt(atMs);
+      },
+    });
+    this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.leases.refused(id, outcome, holder), opts.maxArtifactBytes, opts.blobs);
+    this.housekeeping = new Housekeeping({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      outage: this.outage,
+      blobs: this.artifacts.blobs,
+      queued: this.queued,
+      scheduleGraceMs: opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS,
+      workerRetainMs: opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS,
+      announce: (changes) => this.announce(changes),
+      attemptEnded: (event) => this.events.emit('attempt', event),
+      scheduledRunStarted: (outcome, labelSets) => {
+        this.labelSets.add(labelSets);
+        this.peers.sendLabelSets();
+        this.announce(outcome.changes);
+      },
+      scheduledRunQueued: (id) => {
+        this.queued.noteQueued(id);
+        this.events.emit('workflow', id);
+      },
+    });
     this.waiters = new ClaimWaiters(
       (ask) =>
         this.claimOnce(ask).catch((err: unknown) => {
@@ -318,94 +339,6 @@ export class Engine extends EngineReads {
     return this.peers.close();
   }
 
-  /*
-   * Lease calls take `holder`, the name of the token the call came with (null: tokens are off): a
-   * lease claimed with another token answers 403 lease_not_yours and nothing changes.
-   */
-
-  /** Renews the lease by its own ttl from now; 409 once it has expired, been settled or cancelled. */
-  async heartbeat(leaseId: string, holder: string | null = null): Promise<HeartbeatResponse> {
-    const outcome = await this.store.heartbeat(leaseId, this.now(), holder);
-    switch (outcome.kind) {
-      case 'renewed':
-        return { ...leaseView(outcome.lease), cancelled: false };
-      case 'cancelled':
-        throw new WeftError('job_cancelled', `the job of lease ${leaseId} was cancelled; stop working on it`);
-      default:
-        throw this.refused(leaseId, outcome, holder);
-    }
-  }
-
-  /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
-  async complete(leaseId: string, outputs: Outputs, holder: string | null = null): Promise<Omit<CompleteResponse, 'ok'>> {
-    const outcome = await this.store.complete(leaseId, storableOutputs(outputs), this.now(), holder);
-    switch (outcome.kind) {
-      case 'completed':
-        this.announce(outcome.changes);
-        this.events.emit('attempt', { kind: 'completed', job: outcome.job });
-        await this.queued.after(outcome.changes);
-        return { status: 'success', enqueued: outcome.enqueued };
-      case 'cancelled':
-        // A cancel came first: the report is accepted and changes nothing (README "How a run works").
-        return { status: outcome.job.status, enqueued: [] };
-      default:
-        throw this.refused(leaseId, outcome, holder);
-    }
-  }
-
-  /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
-  async fail(leaseId: string, error: string, retryable: boolean, holder: string | null = null): Promise<Omit<FailResponse, 'ok'>> {
-    const now = this.now();
-    const outcome = await this.store.fail(leaseId, storableText(error), retryable, now, holder);
-    switch (outcome.kind) {
-      case 'failed': {
-        this.announce(outcome.changes);
-        this.events.emit('attempt', { kind: 'failed', job: outcome.job, started_at_ms: outcome.started_at_ms, at_ms: now });
-        await this.queued.after(outcome.changes);
-        const { job } = outcome;
-        this.log.info(
-          { workflow_id: job.workflow_id, job_id: job.job_id, attempt: job.attempt, status: job.status, error: job.error },
-          job.status === 'queued' ? 'job re-queued' : 'job failed',
-        );
-        if (job.status === 'queued' && job.delayed_until_ms > 0) {
-          this.waiters.wakeAt(job.delayed_until_ms, this.now());
-          this.peers.sendWakeAt(job.delayed_until_ms);
-        }
-        return { status: job.status, attempt: job.attempt, delayed_until_ms: job.status === 'queued' ? job.delayed_until_ms : 0 };
-      }
-      case 'cancelled':
-        return { status: outcome.job.status, attempt: outcome.job.attempt, delayed_until_ms: 0 };
-      default:
-        throw this.refused(leaseId, outcome, holder);
-    }
-  }
-
-  /**
-   * Stores log chunks of the lease's attempt; a re-sent sequence is kept once. Past the attempt's
-   * MAX_LOG_BYTES_PER_ATTEMPT the answer says `truncated` (src/domain/log-budget.ts).
-   */
-  async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number; truncated?: true }> {
-    const clean = chunks.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
-    const outcome = await this.store.pushLogs(leaseId, clean, this.now(), holder, this.maxLogBytesPerAttempt);
-    switch (outcome.kind) {
-      case 'stored':
-        const change = { workflow_id: outcome.lease.workflow_id, run_number: outcome.lease.run_number, job_id: outcome.lease.job_id };
-        this.events.emit('logs', change);
-        this.peers.sendLogs(change);
-        // Absent rather than false, so that the answer is what it always was until the cap is reached.
-        return outcome.truncated ? { accepted: outcome.accepted, truncated: true } : { accepted: outcome.accepted };
-      case 'mismatch': {
-        const owner = outcome.field === 'workflow_id' ? `workflow "${outcome.lease.workflow_id}"` : `job "${outcome.lease.job_id}"`;
-        throw new WeftError(
-          'chunk_mismatch',
-          `chunks[${outcome.index}].${outcome.field} is "${outcome.value}" but lease ${leaseId} belongs to ${owner}`,
-        );
-      }
-      default:
-        throw this.refused(leaseId, outcome, holder);
-    }
-  }
-
   // ---------------------------------------------------------------- logs
 
   /**
@@ -420,68 +353,6 @@ export class Engine extends EngineReads {
   /** Hears how long each of the store's durable writes took (README "Metrics"). */
   onStoreCommit(observer: (seconds: number) => void): void {
     this.store.onCommit(observer);
-  }
-
-  // ---------------------------------------------------------------- reaper
-
-  /**
-   * Re-queues (or fails, when the budget is spent) every job whose lease expired or whose attempt
-   * outlived timeout_secs. Safe to run from several processes at once: the store settles each item
-   * under its own guard, once.
-   */
-  async reap(): Promise<{ expired: number; timedOut: number }> {
-    const now = this.now();
-    const counts = { expired: 0, timedOut: 0 };
-    try {
-      const expired = await this.store.expireLeases(now, REAP_BATCH);
-      counts.expired = expired.ended.length;
-      this.announce(expired.changes);
-      for (const job of expired.ended) this.events.emit('attempt', { kind: 'expired', job });
-      const timedOut = await this.store.timeOutJobs(now, REAP_BATCH);
-      counts.timedOut = timedOut.ended.length;
-      this.announce(timedOut.changes);
-      for (const job of timedOut.ended) this.events.emit('attempt', { kind: 'timed_out', job });
-      const runs = await this.store.settleStrandedRuns(now, REAP_BATCH);
-      if (runs > 0) this.log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
-      // After the sweeps above, so the slots they freed are taken in this same pass.
-      await this.queued.pass();
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      // Whatever this pass missed is still there for the next one.
-      this.outage.warn('reaper', err);
-    }
-    if (counts.expired + counts.timedOut > 0) this.log.info(counts, 'reaper settled lost jobs');
-    return counts;
-  }
-
-  // ---------------------------------------------------------------- schedules
-
-  /**
-   * One scheduler pass (docs/api.md "Schedules"): starts the runs whose scheduled time has come, one
-   * per time across every scheduler sharing the store. An outage ends the pass quietly, as for the rest
-   * of the reaper; the due times are still there for the next one.
-   */
-  async fireSchedules(): Promise<ScheduleTotals | null> {
-    try {
-      return await fireDueSchedules(this.store, {
-        now: this.now,
-        graceMs: this.scheduleGraceMs,
-        log: this.log,
-        onStarted: (outcome, labelSets) => {
-          this.labelSets.add(labelSets);
-          this.peers.sendLabelSets();
-          this.announce(outcome.changes);
-        },
-        onQueued: (id) => {
-          this.queued.noteQueued(id);
-          this.events.emit('workflow', id);
-        },
-      });
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      this.outage.warn('scheduler', err);
-      return null;
-    }
   }
 
   // ---------------------------------------------------------------- retention
@@ -504,72 +375,8 @@ export class Engine extends EngineReads {
       if (outcome === 'not_found' && step === 0) throw workflowNotFound(id);
       this.log.info({ workflow_id: id }, 'workflow deleted');
       this.events.emit('workflow', id);
-      await this.collectBlobs(true);
+      await this.housekeeping.collectBlobs(true);
       return;
-    }
-  }
-
-  /** Deletes the bytes kept outside the store of blobs retention reported unnamed; logged, never thrown. */
-  private async removeBlobs(ids: readonly string[]): Promise<void> {
-    try {
-      const removed = await this.artifacts.blobs.remove(ids);
-      if (removed > 0) this.log.info({ blobs: removed }, 'deleted the artifact files of the runs retention deleted');
-    } catch (err) {
-      // The reaper's sweep finds them again (no row names them).
-      this.log.warn({ err }, 'deleting artifact files after retention failed; the sweep tries again');
-    }
-  }
-
-  /**
-   * Deletes the artifact bytes kept outside the store (ARTIFACTS_DIR) that no row names any more, and
-   * the leftovers of uploads that died; a no-op for bytes in the store, which go with their rows. Each
-   * reaper pass asks (the file implementation then sweeps at most once a minute); workflow deletion
-   * forces it (retention removes the files the store reported instead, without a listing). A failure
-   * is logged, never thrown: the next pass tries again.
-   */
-  async collectBlobs(force = false): Promise<void> {
-    try {
-      const removed = await this.artifacts.blobs.collect(force);
-      if (removed > 0) this.log.info({ blobs: removed }, 'deleted artifact files no run names any more');
-    } catch (err) {
-      if (err instanceof StoreUnavailableError) this.outage.warn('artifact files', err);
-      else this.log.warn({ err }, 'deleting unused artifact files failed; the next reaper pass tries again');
-    }
-  }
-
-  /**
-   * One reaper pass of retention (README "Retention"): up to BATCHES_PER_PASS batches, the rest on
-   * later passes. An outage ends the pass quietly, as for the rest of the reaper.
-   */
-  async applyRetention(policy: RetentionPolicy): Promise<PruneTotals | null> {
-    try {
-      const totals = await pruneInBatches(this.store, pruneRequest(policy, this.now(), false), BATCHES_PER_PASS);
-      if (totals.runs.length > 0 || totals.partial_log_chunks > 0) {
-        const logChunks = totals.runs.reduce((n, r) => n + r.log_chunks, totals.partial_log_chunks);
-        this.log.info({ runs: totals.runs.length, log_chunks: logChunks, more: totals.more }, 'retention deleted finished runs');
-      }
-      if (totals.unnamed_blobs.length > 0) await this.removeBlobs(totals.unnamed_blobs);
-      return totals;
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      this.outage.warn('retention', err);
-      return null;
-    }
-  }
-
-  /**
-   * One reaper pass over the worker list: workers unseen for WORKER_RETAIN_SECS that hold no lease are
-   * deleted, in bounded batches, so that the list does not grow by a row for every worker id ever seen.
-   */
-  async pruneWorkers(): Promise<number> {
-    try {
-      const { deleted, more } = await pruneWorkersInBatches(this.store, this.now() - this.workerRetainMs, BATCHES_PER_PASS);
-      if (deleted > 0) this.log.info({ workers: deleted, more, retain_secs: this.workerRetainMs / 1000 }, 'reaper deleted workers not seen for WORKER_RETAIN_SECS');
-      return deleted;
-    } catch (err) {
-      if (!(err instanceof StoreUnavailableError)) throw err;
-      this.outage.warn('worker pruning', err);
-      return 0;
     }
   }
 
@@ -578,17 +385,6 @@ export class Engine extends EngineReads {
   private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
     const now = this.now();
     return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0, next_fire_at_ms: nextFireAfter(def.schedules, now) };
-  }
-
-  /**
-   * A lease call refused: what the call itself settled on the way (an expiry, a timeout) is announced
-   * and heard as the end of that attempt; the answer is the 409 to throw.
-   */
-  private refused(leaseId: string, outcome: LeaseRefusal, holder: string | null): WeftError {
-    this.announce(refusalChanges(outcome));
-    if (outcome.kind === 'expired' && outcome.job) this.events.emit('attempt', { kind: 'expired', job: outcome.job });
-    if (outcome.kind === 'timed_out') this.events.emit('attempt', { kind: 'timed_out', job: outcome.job });
-    return leaseRefusalError(leaseId, outcome, holder);
   }
 
   /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import type { Engine } from '../engine/engine.js';
+import type { Housekeeping } from '../engine/housekeeping.js';
 import { hasRetention, type RetentionPolicy } from '../engine/retention.js';
 
 /**
- * Runs the engine's reaper every interval (REAP_INTERVAL_SECS). One pass at start settles leases that
- * expired while no process was running. A failing pass is logged and the next one still runs. With a
+ * Runs the engine's housekeeping passes (src/engine/housekeeping.ts) every interval
+ * (REAP_INTERVAL_SECS). One pass at start settles leases that expired while no process was running. A failing pass is logged and the next one still runs. With a
  * retention policy (RETAIN_RUNS, RETAIN_DAYS), each pass then deletes a bounded share of the finished
  * runs that are due (README "Retention"). Each pass also starts the scheduled runs whose time has come
  * (docs/api.md "Schedules"), so the one at start is the catch-up for times missed meanwhile, and
@@ -17,7 +17,7 @@ export class Reaper {
   private stopped = false;
 
   constructor(
-    private readonly engine: Engine,
+    private readonly passes: Housekeeping,
     private readonly intervalMs: number,
     private readonly log: Logger,
     private readonly retention: RetentionPolicy | null = null,
@@ -30,12 +30,12 @@ export class Reaper {
 
   private tick(): void {
     const retention = this.retention && hasRetention(this.retention) ? this.retention : null;
-    this.running = this.engine
+    this.running = this.passes
       .reap()
-      .then(() => this.engine.pruneWorkers())
-      .then(() => this.engine.fireSchedules())
-      .then(() => (retention ? this.engine.applyRetention(retention) : null))
-      .then(() => this.engine.collectBlobs())
+      .then(() => this.passes.pruneWorkers())
+      .then(() => this.passes.fireSchedules())
+      .then(() => (retention ? this.passes.applyRetention(retention) : null))
+      .then(() => this.passes.collectBlobs())
       .then(() => undefined)
       .catch((err: unknown) => this.log.error({ err }, 'reaper pass failed'))
       .finally(() => {

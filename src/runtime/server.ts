@@ -84,7 +84,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     }
     for (const warning of config.tokenWarnings) log.warn(warning);
     if (!config.apiOnly) {
-      reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
+      reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
       reaper.start();
     }
     // Scripts wait for this line, so it is printed whatever LOG_LEVEL says.
@@ -123,7 +123,7 @@ export async function startScheduler(
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const blobs = await blobStore(config, store);
   const engine = new Engine({ store, blobs, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
-  const reaper = new Reaper(engine, config.reapIntervalMs, log, config.retention);
+  const reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
   reaper.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
   return {

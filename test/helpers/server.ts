@@ -75,7 +75,7 @@ export async function startInProcess(
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
-  const reaper = opts.reapIntervalMs ? new Reaper(engine, opts.reapIntervalMs, logger) : null;
+  const reaper = opts.reapIntervalMs ? new Reaper(engine.housekeeping, opts.reapIntervalMs, logger) : null;
   reaper?.start();
   return {
     url: `http://127.0.0.1:${port}`,

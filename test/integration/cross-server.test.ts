@@ -28,7 +28,7 @@ async function server(t: TestContext, url: string, opts: { reapIntervalMs?: numb
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
-  const reaper = opts.reapIntervalMs ? new Reaper(engine, opts.reapIntervalMs, logger) : null;
+  const reaper = opts.reapIntervalMs ? new Reaper(engine.housekeeping, opts.reapIntervalMs, logger) : null;
   reaper?.start();
   t.after(async () => {
     await reaper?.stop();

@@ -76,7 +76,7 @@ async function save(e: Engine, id: string, schedule: unknown[], run?: string) {
 
 /** Both engines' passes, twice each, all at once. */
 async function race(p: Pair): Promise<number> {
-  const totals = await Promise.all([p.a.fireSchedules(), p.b.fireSchedules(), p.a.fireSchedules(), p.b.fireSchedules()]);
+  const totals = await Promise.all([p.a.housekeeping.fireSchedules(), p.b.housekeeping.fireSchedules(), p.a.housekeeping.fireSchedules(), p.b.housekeeping.fireSchedules()]);
   return totals.reduce((n, t) => n + (t?.started ?? 0), 0);
 }
 

@@ -66,14 +66,14 @@ test('the reaper deletes workers unseen for WORKER_RETAIN_SECS (7 days by defaul
   now += 1 * DAY + 1;
   const ids = async () => (await engine.listWorkers()).map((w) => w.worker_id);
 
-  const reaper = new Reaper(engine, 10, pino({ level: 'silent' }));
+  const reaper = new Reaper(engine.housekeeping, 10, pino({ level: 'silent' }));
   reaper.start();
   t.after(() => reaper.stop());
   await until(async () => !(await ids()).includes('quiet'), 'the reaper to delete the worker quiet for 7 days');
   assert.deepEqual(await ids(), ['holder', 'recent'], 'a worker holding a lease, and one seen 1 day ago, stay');
 
   // Once its job is done, the holder is forgotten a week after that last call.
-  await engine.complete(held.lease.lease_id, {});
+  await engine.leases.complete(held.lease.lease_id, {});
   now += 7 * DAY + 1;
   await until(async () => !(await ids()).includes('holder'), 'the reaper to delete the holder once its lease is over');
   assert.deepEqual(await ids(), [], 'recent is now 8 days quiet as well');

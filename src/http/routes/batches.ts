@@ -96,8 +96,8 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           try {
             const value =
               r.outcome === 'complete'
-                ? await engine.complete(r.lease_id, r.outputs ?? {}, holder)
-                : await engine.fail(r.lease_id, r.error!, r.retryable ?? false, holder);
+                ? await engine.leases.complete(r.lease_id, r.outputs ?? {}, holder)
+                : await engine.leases.fail(r.lease_id, r.error!, r.retryable ?? false, holder);
             return { lease_id: r.lease_id, status: 200, result: { ok: true, ...value } };
           } catch (err) {
             return { lease_id: r.lease_id, ...refusal(err) };
@@ -142,7 +142,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       const results = await Promise.all(
         req.body.lease_ids.map(async (id): Promise<HeartbeatResult> => {
           try {
-            return { lease_id: id, status: 200, lease: await engine.heartbeat(id, holder) };
+            return { lease_id: id, status: 200, lease: await engine.leases.heartbeat(id, holder) };
           } catch (err) {
             return { lease_id: id, ...refusal(err) };
           }

@@ -89,7 +89,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
         },
       },
     },
-    async (req) => engine.heartbeat(req.params.lease_id, leaseHolder(req)),
+    async (req) => engine.leases.heartbeat(req.params.lease_id, leaseHolder(req)),
   );
 
   api.post(
@@ -111,7 +111,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
-      const result = await engine.complete(req.params.lease_id, req.body?.outputs ?? {}, leaseHolder(req));
+      const result = await engine.leases.complete(req.params.lease_id, req.body?.outputs ?? {}, leaseHolder(req));
       return { ok: true as const, ...result };
     },
   );
@@ -138,7 +138,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
     },
     async (req) => {
       // docs/api.md "Lease calls": an omitted `retryable` means a permanent failure.
-      const result = await engine.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false, leaseHolder(req));
+      const result = await engine.leases.fail(req.params.lease_id, req.body.error, req.body.retryable ?? false, leaseHolder(req));
       return { ok: true as const, ...result };
     },
   );
@@ -174,7 +174,7 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       },
     },
     async (req) => {
-      const result = await engine.pushLogs(req.params.lease_id, req.body.chunks, leaseHolder(req));
+      const result = await engine.leases.pushLogs(req.params.lease_id, req.body.chunks, leaseHolder(req));
       return { ok: true as const, ...result };
     },
   );

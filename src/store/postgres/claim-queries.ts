@@ -1,0 +1,107 @@
+/**
+ * Claiming jobs and handing leases back (claim.ts): the one-statement claim, and the claim of matrix
+ * groups with a max_parallel, which takes a statement per group under an advisory lock. Part of
+ * QUERIES (queries.ts, which states the rules every statement follows); parameters are listed above
+ * each statement.
+ */
+
+/**
+ * The claim's candidates: for each label key, the oldest claimable jobs, read in claim order from the
+ * partial index jobs_claim and locked as they are read. SKIP LOCKED passes over rows another claim
+ * holds, so concurrent claimers take different jobs and none waits. No sort: the global order across
+ * keys is settled by `claim` over these few rows.
+ * $1 label keys (text[], distinct), $2 now, $3 how many per key.
+ */
+const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
+  CROSS JOIN LATERAL (
+    SELECT j.row_id, j.ready_at_ms FROM jobs j
+    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
+    ORDER BY j.ready_at_ms, j.row_id
+    LIMIT $3::int
+    FOR UPDATE SKIP LOCKED
+  ) AS c`;
+
+/**
+ * The part every claim shares, after a `pick` of (row_id, n): each picked job becomes running under
+ * the n-th of the given lease ids (`taken`), and its lease is recorded (`granted`). Placeholders by
+ * role: now, lease ids (text[]), worker id, ttl secs, lease expiry, the claim's token name (or NULL).
+ */
+const grantLeases = (p: { now: string; leaseIds: string; worker: string; ttl: string; expires: string; token: string }) => `taken AS (
+      UPDATE jobs j SET status = 'running', started_at_ms = ${p.now}::bigint, finished_at_ms = NULL,
+        deadline_ms = CASE WHEN j.timeout_secs IS NULL THEN NULL ELSE ${p.now}::bigint + j.timeout_secs::bigint * 1000 END,
+        worker_id = ${p.worker}, lease_id = (${p.leaseIds}::text[])[p.n]
+      FROM pick p WHERE j.row_id = p.row_id
+      RETURNING j.*, p.n
+    ), granted AS (
+      INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+        granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
+      SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, ${p.worker}, ${p.ttl}::int,
+        ${p.now}::bigint, ${p.now}::bigint, ${p.expires}::bigint, 'active', ${p.token}::text
+      FROM taken t
+    )`;
+
+export const CLAIM_QUERIES = {
+  claimCandidates: CLAIM_CANDIDATES,
+  /**
+   * The whole claim in one statement: the oldest `max` of the locked candidates become running under a
+   * fresh lease each, and the worker is recorded (its row last: the unreferenced CTE runs after the rest).
+   * $1..$3 as claimCandidates ($3 = max), $4 lease ids (text[], the i-th claimed job takes the i-th),
+   * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry, $9 the claim's token name (or NULL).
+   */
+  claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
+    ), pick AS (
+      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
+      ORDER BY ready_at_ms, row_id LIMIT $3::int
+    ), ${grantLeases({ now: '$2', leaseIds: '$4', worker: '$5', ttl: '$7', expires: '$8', token: '$9' })}, seen AS (
+      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($5, $6, $2::bigint, $2::bigint)
+      ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
+    )
+    SELECT * FROM taken ORDER BY n`,
+  /**
+   * Hands claims back unused: each still-active lease becomes `released` and its job, if running under
+   * it, returns to the queue with the same attempt and ready_at_ms (its place). Leases are locked in
+   * lease_id order; their jobs only move with them. $1 lease ids (text[]).
+   */
+  releaseLeases: `WITH locked AS (
+      SELECT lease_id FROM leases WHERE lease_id = ANY($1::text[]) AND state = 'active'
+      ORDER BY lease_id FOR UPDATE
+    ), released AS (
+      UPDATE leases l SET state = 'released' FROM locked WHERE l.lease_id = locked.lease_id
+      RETURNING l.lease_id, l.job_row_id
+    )
+    UPDATE jobs j SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL,
+      worker_id = NULL, lease_id = NULL
+    FROM released r WHERE j.row_id = r.job_row_id AND j.status = 'running' AND j.lease_id = r.lease_id
+    RETURNING j.row_id, j.workflow_id, j.run_number, j.job_id`,
+  /**
+   * Matrix groups with a max_parallel that have a claimable instance for these label keys (README
+   * "Matrix, fan-out and artifacts"), through the partial index jobs_claim_capped, which holds only
+   * such instances: empty, and so free, when no run has one. $1 label keys (text[]), $2 now, $3 limit.
+   */
+  cappedGroups: `SELECT DISTINCT j.workflow_id, j.run_number, j.group_id, j.max_parallel FROM jobs j
+    WHERE j.status = 'queued' AND j.max_parallel IS NOT NULL AND j.label_key = ANY($1::text[]) AND j.ready_at_ms <= $2::bigint
+    LIMIT $3::int`,
+  /**
+   * Serialises the claims of one capped group until COMMIT, so that the count each takes next (a new
+   * statement, a new snapshot) includes every instance an earlier claim took. $1 workflow, $2 run, $3 group.
+   */
+  lockGroup: `SELECT pg_advisory_xact_lock(hashtext('weft.group/' || $1 || '/' || $2::text || '/' || $3))`,
+  /** $1 workflow, $2 run, $3 group. */
+  groupRunning: `SELECT count(*)::int AS n FROM jobs
+    WHERE workflow_id = $1 AND run_number = $2::int AND group_id = $3 AND status = 'running' AND group_id IS NOT NULL`,
+  /**
+   * As claim, for the instances of one capped group, at most $6 of them (its room under max_parallel).
+   * $1 workflow, $2 run, $3 group, $4 label keys, $5 now, $6 limit, $7 lease ids, $8 worker id, $9 ttl,
+   * $10 lease expiry, $11 token name.
+   */
+  claimCapped: `WITH cand AS MATERIALIZED (
+      SELECT j.row_id, j.ready_at_ms FROM jobs j
+      WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.group_id = $3 AND j.status = 'queued'
+        AND j.label_key = ANY($4::text[]) AND j.ready_at_ms <= $5::bigint
+      ORDER BY j.ready_at_ms, j.row_id LIMIT $6::int
+      FOR UPDATE SKIP LOCKED
+    ), pick AS (
+      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
+    ), ${grantLeases({ now: '$5', leaseIds: '$7', worker: '$8', ttl: '$9', expires: '$10', token: '$11' })}
+    SELECT * FROM taken ORDER BY n`,
+} as const;

@@ -1,0 +1,40 @@
+/**
+ * Claiming jobs and handing leases back (claim.ts). Part of QUERIES (queries.ts); the parameters of
+ * each statement are listed above it.
+ */
+export const CLAIM_QUERIES = {
+  /**
+   * The claim's candidates of one label key: an ordered range read of the covering partial index
+   * jobs_claim. ? label_key, ? now_ms, ? limit
+   */
+  claimCandidates: `SELECT row_id, ready_at_ms, max_parallel,
+      CASE WHEN max_parallel IS NULL THEN NULL ELSE workflow_id || '/' || run_number || '/' || group_id END AS group_key,
+      CASE WHEN max_parallel IS NULL THEN 0 ELSE (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
+        WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
+          AND s.status = 'running' AND s.group_id IS NOT NULL) END AS group_running
+    FROM jobs
+    WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
+      AND (max_parallel IS NULL OR max_parallel > (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
+        WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
+          AND s.status = 'running' AND s.group_id IS NOT NULL))
+    ORDER BY ready_at_ms, row_id LIMIT ?`,
+  /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
+  startJob: `UPDATE jobs
+    SET status = 'running', started_at_ms = @now_ms, finished_at_ms = NULL,
+      deadline_ms = CASE WHEN timeout_secs IS NULL THEN NULL ELSE @now_ms + timeout_secs * 1000 END,
+      worker_id = @worker_id, lease_id = @lease_id
+    WHERE row_id = @row_id AND status = 'queued'
+    RETURNING *`,
+  /** every LeaseRecord field by name */
+  insertLease: `INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
+      granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
+    VALUES (@lease_id, @job_row_id, @workflow_id, @run_number, @job_id, @attempt, @worker_id, @ttl_secs,
+      @granted_at_ms, @renewed_at_ms, @expires_at_ms, @state, @token_name)`,
+  /** As upsertWorker, without answering the row (a claim records its worker on the way). */
+  seeWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
+    ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms`,
+  /** ? row_id, ? lease_id; back in the queue as it was before the claim (same attempt and ready_at_ms) */
+  unclaimJob: `UPDATE jobs
+    SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL, worker_id = NULL, lease_id = NULL
+    WHERE row_id = ? AND status = 'running' AND lease_id = ?`,
+} as const;
