@@ -17,7 +17,7 @@ import { freshStore, freshWeft, type FreshServer, type FreshStore } from '../lib
 import { Loadgens, readMemory } from '../lib/procs.js';
 import { emptyRow, type Row } from '../lib/report.js';
 import { claimsPerLoop, type Settings, type StoreKind } from '../lib/settings.js';
-import { errorMessage, sleep } from '../lib/util.js';
+import { errorMessage, now, sleep, summarize } from '../lib/util.js';
 import { combine, loadgenConfigs, logTail } from './throughput.js';
 
 const OS = ['linux', 'windows', 'macos', 'freebsd', 'illumos'];
@@ -210,9 +210,58 @@ function storeBytes(store: FreshStore): number | null {
   return total;
 }
 
-export async function backlogScenario(s: Settings, kind: StoreKind, size: number): Promise<Row> {
+/** How many times the hotfix probe starts a run at priority 10 and claims it out of the backlog. */
+const HOTFIX_CLAIMS = 50;
+
+/**
+ * README "Priorities": one job at priority 10, started after the whole backlog (priority 0) and fitting
+ * the same workers, must be the next claim. Each of HOTFIX_CLAIMS rounds starts a run of it, claims
+ * once over HTTP as loop 0 would, and completes what it got; the row gives that claim's latency and
+ * how many claims took the hotfix rather than a backlog job.
+ */
+async function hotfixProbe(origin: string, row: Row): Promise<void> {
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(origin + path, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text.slice(0, 300)}`);
+    return text === '' ? null : (JSON.parse(text) as unknown);
+  };
+  const labels = workerLabels(0);
+  await call('PUT', '/api/workflows/bench-hotfix', { jobs: { fix: { run: 'true', labels, priority: 10 } } });
+  const samples: number[] = [];
+  let first = 0;
+  for (let i = 0; i < HOTFIX_CLAIMS; i++) {
+    await call('POST', '/api/workflows/bench-hotfix/run');
+    const t0 = now();
+    const claim = (await call('POST', '/api/jobs/claim', { worker_id: 'bench-hotfix', labels, lease_ttl_secs: 60 })) as {
+      job: { workflow_id: string; job_id: string };
+      lease: { lease_id: string };
+    } | null;
+    samples.push(now() - t0);
+    if (claim === null) throw new Error('the hotfix claim found nothing');
+    if (claim.job.workflow_id === 'bench-hotfix') first++;
+    await call('POST', `/api/jobs/${claim.lease.lease_id}/complete`, { outputs: {} });
+    // A backlog job taken instead leaves the hotfix queued: take it too, so that the next run can start.
+    if (claim.job.workflow_id !== 'bench-hotfix') {
+      const next = (await call('POST', '/api/jobs/claim', { worker_id: 'bench-hotfix', labels, lease_ttl_secs: 60 })) as { lease: { lease_id: string } } | null;
+      if (next) await call('POST', `/api/jobs/${next.lease.lease_id}/complete`, { outputs: {} });
+    }
+  }
+  const lat = summarize(samples);
+  row.latency = { what: 'claim of a priority-10 job started after the backlog', p50_ms: lat.p50_ms, p99_ms: lat.p99_ms };
+  row.summary = { claims: lat.n, hotfix_first: first };
+  row.raw = [{ latency: lat, hotfix_first: first, claims: HOTFIX_CLAIMS }];
+  row.note = `${first} of ${HOTFIX_CLAIMS} claims took the hotfix first`;
+}
+
+export async function backlogScenario(s: Settings, kind: StoreKind, size: number): Promise<Row[]> {
   const storeName = kind === 'sqlite' ? 'SQLite' : 'PostgreSQL';
   const row = emptyRow(`backlog.${kind}.${size}`, `backlog ${fmtSize(size)} queued · ${storeName}`, 'backlog', kind);
+  const hotfix = emptyRow(`backlog.${kind}.${size}.hotfix`, `hotfix out of ${fmtSize(size)} queued · ${storeName}`, 'backlog', kind);
   let store: FreshStore | null = null;
   let fresh: FreshServer | null = null;
   let loadgens: Loadgens | null = null;
@@ -262,13 +311,23 @@ export async function backlogScenario(s: Settings, kind: StoreKind, size: number
       },
     ];
     if (rep.latency.n < rep.expected) row.note = `only ${rep.latency.n} of ${rep.expected} claims returned a job`;
+    await loadgens.close();
+    loadgens = null;
+    try {
+      await hotfixProbe(origin, hotfix);
+    } catch (err) {
+      hotfix.status = 'error';
+      hotfix.note = errorMessage(err);
+    }
   } catch (err) {
     row.status = 'error';
     row.note = errorMessage(err);
+    hotfix.status = 'skipped';
+    hotfix.note = 'the backlog row failed';
   } finally {
     await loadgens?.close();
     await fresh?.close();
     await store?.remove();
   }
-  return row;
+  return [row, hotfix];
 }

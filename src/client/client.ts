@@ -148,11 +148,15 @@ export class WorkflowClient {
   }
 
   /**
-   * Starts the next run, with values for the workflow's declared inputs. Without inputs no body is
-   * sent, as before; a server older than run inputs ignores them (its answer has no `run.inputs`).
+   * Starts the next run, with values for the workflow's declared inputs and, optionally, a priority
+   * for all its jobs (README "Priorities"). Without either no body is sent, as before; a server older
+   * than run inputs ignores them (its answer has no `run.inputs`).
    */
   runWorkflow(id: string, opts: RunRequest = {}): Promise<StatusDocument> {
-    const body = opts.inputs !== undefined && Object.keys(opts.inputs).length > 0 ? { inputs: opts.inputs } : undefined;
+    const withInputs = opts.inputs !== undefined && Object.keys(opts.inputs).length > 0;
+    const body = withInputs || opts.priority !== undefined
+      ? { ...(withInputs ? { inputs: opts.inputs } : {}), ...(opts.priority !== undefined ? { priority: opts.priority } : {}) }
+      : undefined;
     return this.request('POST', `/api/workflows/${enc(id)}/run`, body);
   }
 

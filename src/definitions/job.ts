@@ -22,6 +22,7 @@ import {
   isPlainObject,
   readEnv,
   readInt,
+  readPriority,
   readString,
   readStringList,
   sortedUnique,
@@ -54,7 +55,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -95,6 +96,7 @@ export const ARRAY_JOB_KEYS: JobKeys = {
     'timeout_secs',
     'artifacts',
     'download',
+    'priority',
     ...RUNTIME_KEYS,
     ...PRESENTATION_KEYS,
   ],
@@ -156,6 +158,10 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   // Left out when absent, so that definitions without them keep their shape and hash.
   if (!isAbsent(raw.artifacts)) spec.artifacts = readArtifactPatterns(raw.artifacts, at('artifacts'));
   if (!isAbsent(raw.download)) spec.download = readDownload(raw.download, needs, at('download'));
+  if (!isAbsent(raw.priority)) {
+    const priority = readPriority(raw.priority, at('priority'));
+    if (priority !== undefined) spec.priority = priority;
+  }
   return spec;
 }
 

@@ -41,6 +41,7 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
       ...(def.concurrency.when_full !== 'reject' ? { when_full: def.concurrency.when_full } : {}),
     };
   }
+  if (def.priority !== undefined) doc.priority = def.priority;
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   // Key order as a file would have it: jobs last. fromEntries: a job may be named `__proto__`.
   return { ...doc, id: def.id, jobs: Object.fromEntries(def.jobs.map((job) => [job.id, jobDocument(job)])) };
@@ -68,6 +69,7 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   }
   if (job.artifacts !== undefined) out.artifacts = [...job.artifacts];
   if (job.download !== undefined) out.download = [...job.download];
+  if (job.priority !== undefined) out.priority = job.priority;
   return out;
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Issues } from './issues.js';
 import { unknownKeyMessage } from './suggest.js';
+import { isPriority, MAX_PRIORITY, MIN_PRIORITY } from '../domain/priority.js';
 
 export type Plain = Record<string, unknown>;
 
@@ -79,6 +80,13 @@ export function readInt(value: unknown, at: At, min: number): number | undefined
     return undefined;
   }
   return value;
+}
+
+/** `priority:` (README "Priorities"): an integer from -100 to 100. */
+export function readPriority(value: unknown, at: At): number | undefined {
+  if (isPriority(value)) return value;
+  at.issues.add(at.job, at.field, `must be an integer from ${MIN_PRIORITY} (least urgent) to ${MAX_PRIORITY} (most urgent), got ${describe(value)}`);
+  return undefined;
 }
 
 /** A string or a list of strings; a single string is the one-element list (as GitHub Actions allows). */

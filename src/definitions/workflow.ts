@@ -11,14 +11,14 @@ import { readInputs } from './inputs.js';
 import { checkInstanceLabels, checkJobExpressions, type ExpressionScope } from './expressions.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn } from './schedule.js';
-import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readString } from './values.js';
+import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readPriority, readString } from './values.js';
 
 // The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
-const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'jobs'] as const;
-const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'jobs'] as const;
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'priority', 'jobs'] as const;
+const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'priority', 'jobs'] as const;
 
 export interface IdSource {
   /** Imposed id (the file name); a differing `id` in the document is an error. */
@@ -48,6 +48,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
   const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
+  const priority = isAbsent(doc.priority) ? undefined : readPriority(doc.priority, { issues, job: null, field: 'priority' });
   const scope = { inputs: new Set(Object.keys(inputs ?? {})) };
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues, scope);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
@@ -63,6 +64,8 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   if (on.schedules.length > 0) def.schedules = on.schedules;
   if (inputs !== undefined && Object.keys(inputs).length > 0) def.inputs = inputs;
   if (concurrency !== undefined) def.concurrency = concurrency;
+  // Left out when absent, so that a definition without it keeps its shape and hash.
+  if (priority !== undefined) def.priority = priority;
   return def;
 }
 

@@ -72,6 +72,8 @@ export interface JobSpec {
   artifacts?: string[];
   /** `download:` needs whose artifacts are fetched before the command; absent: none. */
   download?: string[];
+  /** `priority:` (README "Priorities"); absent: the workflow's. */
+  priority?: number;
 }
 
 /** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */
@@ -125,6 +127,8 @@ export interface WorkflowDefinition {
   inputs?: Record<string, InputSpec>;
   /** `concurrency:`; absent for the default (one active run, a second start refused). */
   concurrency?: Concurrency;
+  /** `priority:` of every job that sets none (README "Priorities"); absent: 0. */
+  priority?: number;
 }
 
 /** How many runs of a workflow may be active at once, and what a start does when that many are. */

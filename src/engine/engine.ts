@@ -172,16 +172,16 @@ export class Engine extends EngineReads {
    * Starts the next run: numbered from 1, one active run per workflow (409 otherwise). `inputs` are
    * checked against the definition's declared inputs (400 naming the unknown and missing ones).
    */
-  async run(id: string, opts: { inputs?: Readonly<Record<string, string>> } = {}): Promise<StatusDocument> {
-    return this.startRun(id, async (_r, wf, now) => freshRun(wf, opts.inputs ?? {}, now));
+  async run(id: string, opts: { inputs?: Readonly<Record<string, string>>; priority?: number } = {}): Promise<StatusDocument> {
+    return this.startRun(id, async (_r, wf, now) => freshRun(wf, opts.inputs ?? {}, now, opts.priority));
   }
 
   /**
    * Starts the next run as a re-run of run `runNumber` (README "Re-running a run"): the jobs `scope`
    * keeps start as `success` with that run's outputs, the others run again.
    */
-  async rerun(id: string, runNumber: number, scope: RerunScope): Promise<StatusDocument> {
-    return this.startRun(id, (r, wf, now) => rerunOf(r, wf, runNumber, scope, now));
+  async rerun(id: string, runNumber: number, scope: RerunScope, opts: { priority?: number } = {}): Promise<StatusDocument> {
+    return this.startRun(id, (r, wf, now) => rerunOf(r, wf, runNumber, scope, now, opts.priority));
   }
 
   private async startRun(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<StatusDocument> {
@@ -263,13 +263,16 @@ export class Engine extends EngineReads {
 
   // ---------------------------------------------------------------- worker protocol
 
-  /** Atomically hands the oldest claimable job that fits the worker's labels to it, or null. */
+  /**
+   * Atomically hands the first claimable job that fits the worker's labels to it (highest priority,
+   * oldest within it: README "Priorities"), or null.
+   */
   async claim(req: WorkerClaim, wait: ClaimWait = {}): Promise<ClaimResult | null> {
     return (await this.claimMany(req, 1, wait))[0] ?? null;
   }
 
   /**
-   * Up to `max` jobs at once, each with its own lease, oldest claimable first. With `waitMs`, a claim
+   * Up to `max` jobs at once, each with its own lease, in the same order. With `waitMs`, a claim
    * that finds nothing waits for a job to become claimable until then (long poll), and answers [] at
    * the deadline or when `signal` aborts.
    */

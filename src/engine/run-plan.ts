@@ -1,6 +1,7 @@
 import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
 import { inputEnvName } from '../domain/inputs.js';
+import { jobPriority } from '../domain/priority.js';
 import { own } from '../domain/keyed.js';
 import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
@@ -16,6 +17,8 @@ export interface PlanOptions {
    * run's outputs and times, and count as satisfied needs for the rest.
    */
   kept?: ReadonlyMap<string, JobRecord>;
+  /** The run's priority (README "Priorities"): every job of the run is queued with it; absent: each job's own. */
+  priority?: number;
 }
 
 /**
@@ -66,6 +69,7 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       enqueued_at_ms: was?.enqueued_at_ms ?? (ready ? nowMs : 0),
       delayed_until_ms: 0,
       ready_at_ms: was?.ready_at_ms ?? (ready ? nowMs : 0),
+      priority: jobPriority(opts.priority, spec.priority, def.priority),
       started_at_ms: was?.started_at_ms ?? null,
       finished_at_ms: was?.finished_at_ms ?? null,
       deadline_ms: null,

@@ -14,10 +14,13 @@ export interface RunStart {
   kept: string[];
 }
 
-/** A fresh run: the given inputs over the declared defaults; unknown or missing required ones are a 400. */
-export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, string>>, nowMs: number): RunStart {
+/**
+ * A fresh run: the given inputs over the declared defaults; unknown or missing required ones are a 400.
+ * `priority`: the run's own (README "Priorities"); absent: each job's.
+ */
+export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, string>>, nowMs: number, priority?: number): RunStart {
   const inputs = checkedInputs(wf, given);
-  const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs });
+  const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs, priority });
   return { jobs, labelSets, inputs, rerun_of: null, kept: [] };
 }
 
@@ -27,7 +30,14 @@ export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, stri
  * scope keeps. 404 for a run the workflow does not have, 400 for a `from` that names no job, 409
  * `nothing_to_rerun` when every job would be kept.
  */
-export async function rerunOf(r: StoreReads, wf: WorkflowRecord, runNumber: number, scope: RerunScope, nowMs: number): Promise<RunStart> {
+export async function rerunOf(
+  r: StoreReads,
+  wf: WorkflowRecord,
+  runNumber: number,
+  scope: RerunScope,
+  nowMs: number,
+  priority?: number,
+): Promise<RunStart> {
   const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(wf.id, runNumber) : null;
   if (!run) throw new WeftError('run_not_found', `workflow "${wf.id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
   const def = wf.definition;
@@ -44,7 +54,7 @@ export async function rerunOf(r: StoreReads, wf: WorkflowRecord, runNumber: numb
       { run_number: runNumber },
     );
   }
-  const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept });
+  const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept, priority });
   return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()] };
 }
 

@@ -1,3 +1,4 @@
+import { jobPriority } from '../domain/priority.js';
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
 import { needResultOf, needsByGroup, resolveNeedsInEnv } from './needs-values.js';
@@ -175,6 +176,7 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     worker_id: j.worker_id,
     condition: `${j.condition}()`,
     needs_results: j.needs_results,
+    priority: j.priority,
     ...groupFields(j),
   };
 }
@@ -224,6 +226,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       worker_id: null,
       condition: `${spec.condition ?? 'success'}()`,
       needs_results: {},
+      priority: jobPriority(undefined, spec.priority, wf.definition.priority),
       ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
     };
   });

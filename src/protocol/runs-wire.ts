@@ -1,7 +1,7 @@
 /** Run history (docs/api.md "Runs"): past runs of a workflow, and re-running one. */
 import { Type, type Static } from 'typebox';
 import { RUN_STATES } from '../domain/model.js';
-import { Id, NO_CONTROL_CHARACTERS, nullable, StateCounts, StringMap, stringEnum } from './schema-parts.js';
+import { Id, NO_CONTROL_CHARACTERS, nullable, Priority, StateCounts, StringMap, stringEnum } from './schema-parts.js';
 
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
 export const RunSummary = Type.Object({
@@ -43,6 +43,8 @@ export const RerunRequest = Type.Object(
     only: Type.Optional(stringEnum(['failed', 'all'] as const)),
     /** Run this job and everything downstream of it again. */
     from: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: NO_CONTROL_CHARACTERS })),
+    /** Every job of the new run is queued with this priority (README "Priorities"); absent: each job's own. */
+    priority: Type.Optional(Priority),
   },
   { additionalProperties: false },
 );

@@ -7,6 +7,7 @@ import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 import { MAX_INPUTS, MAX_INPUT_VALUE_LENGTH } from '../domain/inputs.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS } from '../domain/labels.js';
 import { MAX_LEASE_TTL_SECS } from '../domain/lease.js';
+import { MAX_PRIORITY, MIN_PRIORITY } from '../domain/priority.js';
 import { JOB_STATES, RUN_STATES, type JobState, type Outputs, type WorkflowState } from '../domain/model.js';
 import { ERROR_CODES, type ErrorBody } from './errors.js';
 
@@ -58,6 +59,9 @@ export const InputsInput = Type.Unsafe<Record<string, string>>({
 });
 
 export const LeaseTtl = Type.Integer({ minimum: 1, maximum: MAX_LEASE_TTL_SECS });
+
+/** A priority (README "Priorities"): higher is claimed first. */
+export const Priority = Type.Integer({ minimum: MIN_PRIORITY, maximum: MAX_PRIORITY, description: `${MIN_PRIORITY} (least urgent) to ${MAX_PRIORITY} (most urgent); default 0` });
 
 /** Long-poll of a claim: how long to wait for a job when none fits (docs/api.md). */
 export const MAX_WAIT_SECS = 60;

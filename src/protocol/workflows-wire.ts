@@ -9,7 +9,7 @@
 import { Type, type Static } from 'typebox';
 import { JOB_STATES, type WireBackoff } from '../domain/model.js';
 import { COMPAT_JOB_STATUSES, type StatusFilter, STATUS_FILTER_VALUES } from './states.js';
-import { Id, InputsInput, nullable, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
+import { Id, InputsInput, nullable, Priority, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
 
 const int = Type.Integer();
 const intOrNull = nullable(Type.Integer());
@@ -71,6 +71,8 @@ export const JobView = Type.Object({
   condition: stringEnum(['success()', 'failure()', 'always()', 'cancelled()'], { description: "the job's `if:`" }),
   /** Needs that ended other than `success`, with how (`failure`, `skipped`, `cancelled`), once they ended. */
   needs_results: Type.Unsafe<Record<string, string>>({ ...StringMap, description: 'needs that ended other than success: failure, skipped or cancelled' }),
+  /** README "Priorities": a claim takes higher ones first. */
+  priority: Type.Integer({ description: 'the priority the job is queued with (-100..100): a claim takes higher ones first' }),
   // Matrix and fan-out jobs only (README "Matrix, fan-out and artifacts"); absent on a plain job.
   /** The definition job an instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id. */
   group: Type.Optional(Type.String({ description: 'matrix and fan-out jobs only: the definition job this instance (id `<job>~<index>`) belongs to; on a group not yet expanded, its own id' })),
@@ -191,6 +193,8 @@ export const RunRequest = Type.Object(
   {
     /** Values of the workflow's declared inputs, by name. */
     inputs: Type.Optional(InputsInput),
+    /** Every job of this run is queued with this priority (README "Priorities"). */
+    priority: Type.Optional(Priority),
   },
   { additionalProperties: false },
 );
@@ -227,6 +231,7 @@ const contractJob = Type.Object(
     backoff: Type.Optional(backoffInput),
     env: Type.Optional(StringMap),
     timeout_secs: Type.Optional(nonNegative),
+    priority: Type.Optional(Priority),
   },
   { additionalProperties: false, description: 'exactly one of `run` and `steps`' },
 );
@@ -242,6 +247,7 @@ const arrayJob = Type.Object(
     backoff: Type.Optional(backoffInput),
     env: Type.Optional(StringMap),
     timeout_secs: Type.Optional(nonNegative),
+    priority: Type.Optional(Priority),
     // workflow-graph's clients send jobs in the full shape of their status document (docs/api.md).
     status: Type.Optional(ignored),
     duration_secs: Type.Optional(ignored),
@@ -265,6 +271,7 @@ export const WorkflowDefinitionBody = Type.Union(
         name: Type.Optional(Type.String()),
         on: Type.Optional(Type.Unsafe({ description: 'free text shown as the trigger' })),
         env: Type.Optional(StringMap),
+        priority: Type.Optional(Priority),
         jobs: Type.Unsafe({ type: 'object', minProperties: 1, additionalProperties: contractJob }),
       },
       { title: 'contract form', additionalProperties: false },
@@ -275,6 +282,7 @@ export const WorkflowDefinitionBody = Type.Union(
         name: Type.Optional(Type.String()),
         trigger: Type.Optional(Type.String()),
         env: Type.Optional(StringMap),
+        priority: Type.Optional(Priority),
         jobs: Type.Array(arrayJob, { minItems: 1 }),
       },
       { title: 'array form', additionalProperties: false },

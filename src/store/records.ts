@@ -88,8 +88,10 @@ export interface JobRecord {
   /** 0 until first queued. */
   enqueued_at_ms: number;
   delayed_until_ms: number;
-  /** max(enqueued_at_ms, delayed_until_ms): when the job became claimable. The claim order. */
+  /** max(enqueued_at_ms, delayed_until_ms): when the job became claimable. The claim order within a priority. */
   ready_at_ms: number;
+  /** -100..100 (domain/priority.ts): a claim takes higher ones first. */
+  priority: number;
   started_at_ms: number | null;
   finished_at_ms: number | null;
   /** started_at_ms + timeout_secs while running with a timeout; found by the reaper. */

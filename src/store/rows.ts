@@ -1,4 +1,5 @@
 import type { JobCondition } from '../domain/conditions.js';
+import { DEFAULT_PRIORITY } from '../domain/priority.js';
 import type { JobState, RunState, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
@@ -32,6 +33,8 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     item: j.item === null || j.item === undefined ? null : JSON.stringify(j.item),
     item_index: j.item_index ?? null,
     artifact_spec: j.artifact_spec ? JSON.stringify(j.artifact_spec) : null,
+    // A queued run's plan stored before priorities has none.
+    priority: j.priority ?? DEFAULT_PRIORITY,
   };
 }
 
@@ -152,6 +155,7 @@ export function toJob(r: Row): JobRecord {
     enqueued_at_ms: r.enqueued_at_ms as number,
     delayed_until_ms: r.delayed_until_ms as number,
     ready_at_ms: r.ready_at_ms as number,
+    priority: (r.priority as number | undefined) ?? DEFAULT_PRIORITY,
     started_at_ms: (r.started_at_ms as number | null) ?? null,
     finished_at_ms: (r.finished_at_ms as number | null) ?? null,
     deadline_ms: (r.deadline_ms as number | null) ?? null,

@@ -28,6 +28,7 @@ const WORKFLOW = [
   '      head -c 200000 /dev/urandom > dist/app.bin',
   '      echo "release notes" > notes.txt',
   '    artifacts: [dist, notes.txt]',
+  '    priority: 5',
   '  check:',
   '    needs: build',
   '    download: build',
@@ -89,6 +90,8 @@ test("the job panel lists its job's artifacts and the run view all of the run's;
   const panel = page.getByRole('list', { name: 'Artifacts of build' });
   await panel.waitFor(WAIT);
   assert.deepEqual(await panel.getByRole('link').allTextContents(), ['dist/app.bin', 'notes.txt']);
+  // README "Priorities": a job queued with a priority other than 0 says so.
+  assert.equal(await page.locator('dl.facts dt:text-is("Priority") + dd').textContent(), '+5');
   await screenshot(page, 'artifacts-job-panel');
   const app = await download(page, panel.getByRole('link', { name: 'dist/app.bin' }));
   assert.deepEqual(app, { sha256: sha['build/dist/app.bin'], filename: 'app.bin' });

@@ -76,6 +76,31 @@ export function claimCases(withStore: Case): void {
     assert.deepEqual(await claim(store, 1000, { keys: ['', GPU], max: 5 }), []);
   });
 
+  withStore('claim takes the highest priority first across label keys and workflows, oldest first within a priority', async (store) => {
+    // A backlog at 0, older than everything else; urgent work at 10 in another workflow and label key; a low one at -5.
+    await start(store, 'backlog', 100, { b1: {}, b2: {}, b3: {} });
+    await start(store, 'hotfix', 500, { h2: { priority: 10, labels: ['gpu'] }, h1: { priority: 10 } });
+    await start(store, 'later', 50, { low: { priority: -5 } });
+    await start(store, 'urgent', 900, { u: { priority: 100 } });
+    const first = await claim(store, 1000, { keys: ['', GPU], labels: ['gpu'], max: 3 });
+    assert.deepEqual(first.map((c) => [c.job.job_id, c.job.priority]), [['u', 100], ['h2', 10], ['h1', 10]],
+      'highest priority first; within one, ready_at_ms then row order, across label keys');
+    const next = await claim(store, 1000, { keys: ['', GPU], labels: ['gpu'], max: 1 });
+    assert.deepEqual(next.map((c) => c.job.job_id), ['b1'], 'then the backlog, oldest first');
+    const rest = await claim(store, 1000, { keys: ['', GPU], labels: ['gpu'], max: 5 });
+    assert.deepEqual(rest.map((c) => c.job.job_id), ['b2', 'b3', 'low'], 'a negative priority waits for everything at 0, however old');
+    assert.equal((await job(store, 'hotfix', 'h1')).priority, 10, 'the stored job keeps its priority');
+  });
+
+  withStore('a high-priority job waiting on its backoff does not hold back claimable jobs below it', async (store) => {
+    await start(store, 'w', 1000, { r: { priority: 50, max_retries: 1, backoff: { kind: 'fixed', delay_secs: 60 } }, s: {}, t: { priority: -1 } });
+    const first = await claimOne(store, 1000, 'r');
+    assert.equal((await store.fail(first.lease.lease_id, 'flaky', true, 2000)).kind, 'failed');
+    assert.deepEqual((await claim(store, 3000, { max: 5 })).map((c) => c.job.job_id), ['s', 't'], 'the retry is not ready yet');
+    const retry = await claimOne(store, 62_000, 'r');
+    assert.deepEqual([retry.job.attempt, retry.job.priority], [1, 50], 'the retry keeps its priority');
+  });
+
   withStore('a retry waits for its backoff, then is claimed with its new attempt', async (store) => {
     await start(store, 'w', 1000, { r: { max_retries: 1, backoff: { kind: 'fixed', delay_secs: 10 } }, s: {} });
     const first = await claimOne(store, 1000, 'r');

@@ -35,6 +35,8 @@ export interface Spec {
   timeout_secs?: number | null;
   /** `if:`; default success. Roots must be success or always (the engine decides the others at start). */
   condition?: JobCondition;
+  /** -100..100; default 0. */
+  priority?: number;
 }
 
 /**
@@ -72,6 +74,7 @@ export function buildJobs(wf: string, now: number, specs: Record<string, Spec>):
       enqueued_at_ms: root ? now : 0,
       delayed_until_ms: 0,
       ready_at_ms: root ? now : 0,
+      priority: s.priority ?? 0,
       started_at_ms: null,
       finished_at_ms: null,
       deadline_ms: null,

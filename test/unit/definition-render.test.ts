@@ -30,6 +30,7 @@ test('every key of the contract form survives being written back', () => {
       'inputs: { branch: { default: main, description: Branch to build }, sha: { required: true }, quiet: {} }',
       'env: { A: "1", B: two }',
       'concurrency: { max_runs: 3, when_full: queue }',
+      'priority: -3',
       'jobs:',
       '  build:',
       '    name: Build it',
@@ -39,6 +40,7 @@ test('every key of the contract form survives being written back', () => {
       '    backoff: { exponential: { base_secs: 1, max_secs: 30 } }',
       '    env: { MODE: release }',
       '    timeout_secs: 600',
+      '    priority: 40',
       '  test: { needs: build, run: make test, backoff: { fixed: { delay_secs: 5 } } }',
       '  ship: { needs: [build, test], run: "echo \\"ship it\\"" }',
       '  cleanup: { needs: ship, if: "always()", run: "rm -rf out" }',
@@ -48,8 +50,10 @@ test('every key of the contract form survives being written back', () => {
   );
   roundTrip(def);
   const doc = definitionDocument(def);
-  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'concurrency', 'env', 'jobs']);
+  assert.deepEqual(Object.keys(doc), ['id', 'name', 'on', 'inputs', 'concurrency', 'priority', 'env', 'jobs']);
   assert.deepEqual(doc.concurrency, { max_runs: 3, when_full: 'queue' });
+  assert.equal(doc.priority, -3);
+  assert.equal((doc.jobs.build as { priority?: number }).priority, 40);
   // Defaults are left out, as a person would write the file.
   assert.deepEqual(doc.jobs.ship, { needs: ['build', 'test'], run: 'echo "ship it"' });
   assert.deepEqual(doc.jobs.cleanup, { needs: ['ship'], if: 'always()', run: 'rm -rf out' });

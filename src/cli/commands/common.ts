@@ -6,6 +6,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../../runtime/env.js';
 import { isTransientStatus, WorkflowApiError, WorkflowClient } from '../../client/index.js';
 import type { JobState, WorkflowState } from '../../domain/model.js';
+import { isPriority, MAX_PRIORITY, MIN_PRIORITY } from '../../domain/priority.js';
 import { terminalLine } from '../terminal-text.js';
 
 export const DEFAULT_SERVER = 'http://localhost:3000';
@@ -68,6 +69,15 @@ export function intOption(min: number): (value: string) => number {
     }
     return Number(value);
   };
+}
+
+/** `--priority n` (README "Priorities"): an integer from -100 to 100. */
+export function priorityOption(value: string): number {
+  const n = Number(value);
+  if (!/^-?\d+$/.test(value.trim()) || !isPriority(n)) {
+    throw new InvalidArgumentError(`expected an integer from ${MIN_PRIORITY} (least urgent) to ${MAX_PRIORITY} (most urgent)`);
+  }
+  return n;
 }
 
 /**

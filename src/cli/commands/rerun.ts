@@ -1,16 +1,17 @@
 /**
- * `weft rerun <workflow> [--run N] [--all | --from JOB] [--follow | --json]`: starts a re-run of a run
+ * `weft rerun <workflow> [--run N] [--all | --from JOB] [--priority N] [--follow | --json]`: starts a re-run of a run
  * (the latest by default) that keeps the outputs of the jobs it does not run again (README "Re-running a run").
  */
 import type { Command } from 'commander';
 import type { RerunRequest } from '../../protocol/wire.js';
-import { action, CliError, intOption, makeClient, serverOption } from './common.js';
+import { action, CliError, intOption, makeClient, priorityOption, serverOption } from './common.js';
 import { reportStart, type StartOptions } from './run.js';
 
 interface RerunOptions extends StartOptions {
   run?: number;
   all?: boolean;
   from?: string;
+  priority?: number;
 }
 
 export function registerRerun(program: Command): void {
@@ -21,6 +22,7 @@ export function registerRerun(program: Command): void {
     .option('--run <n>', 'the run to re-run (default: the latest)', intOption(1))
     .option('--all', 'run every job again')
     .option('--from <job>', 'run this job and everything downstream of it again')
+    .option('-p, --priority <n>', "queue every job of the new run with this priority, -100..100 (default: the definition's)", priorityOption)
     .option('-f, --follow', 'show job states and logs until the run ends; exit 1 unless it succeeds')
     .option('--json', 'print the status document of the new run')
     .addOption(serverOption())
@@ -35,7 +37,10 @@ export function registerRerun(program: Command): void {
           if (latest === null) throw new CliError(`workflow ${workflow} has not run yet: start it with \`weft run ${workflow}\``);
           run = latest;
         }
-        const body: RerunRequest = opts.from !== undefined ? { from: opts.from } : { only: opts.all ? 'all' : 'failed' };
+        const body: RerunRequest = {
+          ...(opts.from !== undefined ? { from: opts.from } : { only: opts.all ? 'all' : 'failed' }),
+          ...(opts.priority !== undefined ? { priority: opts.priority } : {}),
+        };
         const doc = await client.rerun(workflow, run, body);
         const kept = doc.jobs.filter((j) => j.state === 'success').map((j) => j.id);
         const detail = ` (re-run of run ${run}${kept.length > 0 ? `; kept ${kept.join(', ')}` : ''})`;

@@ -1,5 +1,5 @@
 /**
- * `weft run <workflow> [--input k=v …] [--follow | --json]`: starts a run. With --follow, shows the jobs' states as they change
+ * `weft run <workflow> [--input k=v …] [--priority N] [--follow | --json]`: starts a run. With --follow, shows the jobs' states as they change
  * (a table redrawn in place on a terminal, one line per change otherwise), streams the output of every
  * job that runs, and exits 0 when the run succeeds, 1 when it fails or is cancelled.
  */
@@ -15,6 +15,7 @@ import {
   lines,
   makeClient,
   paintState,
+  priorityOption,
   palette,
   serverOption,
   summary,
@@ -41,15 +42,16 @@ export function registerRun(program: Command): void {
     .description('start a run of a workflow and print its number')
     .argument('<workflow>', 'workflow id')
     .option('-i, --input <name=value>', "a value for one of the workflow's inputs (repeat for more)", collectInput)
+    .option('-p, --priority <n>', "queue every job of this run with this priority, -100..100 (default: the definition's)", priorityOption)
     .option('-f, --follow', 'show job states and logs until the run ends; exit 1 unless it succeeds')
     .option('--json', 'print the status document of the new run')
     .addOption(serverOption())
     .action(
-      action(async (workflow: string, opts: StartOptions & { input?: Record<string, string> }) => {
+      action(async (workflow: string, opts: StartOptions & { input?: Record<string, string>; priority?: number }) => {
         const client = makeClient(opts);
         const inputs = opts.input ?? {};
         const given = Object.keys(inputs).length > 0;
-        const doc = await client.runWorkflow(workflow, { inputs });
+        const doc = await client.runWorkflow(workflow, { inputs, priority: opts.priority });
         if (given && doc.run !== null && doc.run.inputs === undefined) {
           process.stderr.write('weft: warning: the server does not know run inputs (an older version); the run started without them\n');
         }

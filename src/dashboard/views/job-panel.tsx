@@ -208,6 +208,12 @@ export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; j
             <dd>{job.required_labels.join(', ')}</dd>
           </>
         )}
+        {job.priority !== undefined && job.priority !== 0 && (
+          <>
+            <dt>Priority</dt>
+            <dd>{job.priority > 0 ? `+${job.priority}` : job.priority}</dd>
+          </>
+        )}
         {job.condition && job.condition !== 'success()' && (
           <>
             <dt>Runs if</dt>

@@ -71,7 +71,8 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
         description:
           'A new run from the current definition with run n\'s inputs. `only: "failed"` (the default, also with no body) runs ' +
           'again every job that did not succeed in run n; `only: "all"` runs every job; `from: <job>` runs that job and ' +
-          'everything downstream of it. The other jobs start as `success` with run n\'s outputs. Give `only` or `from`, not both.',
+          'everything downstream of it. The other jobs start as `success` with run n\'s outputs. Give `only` or `from`, not both. ' +
+          "`priority` (-100..100) queues every job of the new run with that priority instead of the definition's.",
         tags: ['workflows'],
         params: RunParams,
         body: RerunRequest,
@@ -89,12 +90,12 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
       preValidation: absentBodyAsEmpty,
     },
     async (req, reply) => {
-      const { only, from } = req.body ?? {};
+      const { only, from, priority } = req.body ?? {};
       if (only !== undefined && from !== undefined) {
         throw new WeftError('invalid_request', 'body: give "only" or "from", not both');
       }
       const scope: RerunScope = from !== undefined ? { from } : { only: only ?? 'failed' };
-      return reply.code(202).send(await engine.rerun(req.params.id, req.params.run, scope));
+      return reply.code(202).send(await engine.rerun(req.params.id, req.params.run, scope, { priority }));
     },
   );
 }

@@ -234,7 +234,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
           'allows more, and with `when_full: queue` a start while every slot is taken answers 202 with the run `queued`, which ' +
           'starts (oldest first) when a slot frees. The body is optional: `inputs` gives values ' +
           "to the workflow's declared inputs (each job gets `WEFT_INPUT_<NAME>`); an undeclared input, or a required one left " +
-          'out, is 400 `invalid_request` naming them (details `unknown_inputs`, `missing_inputs`).',
+          'out, is 400 `invalid_request` naming them (details `unknown_inputs`, `missing_inputs`). `priority` (-100..100) ' +
+          "queues every job of this run with that priority instead of the definition's (README \"Priorities\").",
         tags: ['workflows'],
         params: WorkflowParams,
         body: RunRequest,
@@ -248,7 +249,7 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       preValidation: absentBodyAsEmpty,
     },
     async (req, reply) => {
-      const doc = await engine.run(req.params.id, { inputs: req.body?.inputs });
+      const doc = await engine.run(req.params.id, { inputs: req.body?.inputs, priority: req.body?.priority });
       return reply.code(202).send(doc);
     },
   );

@@ -6,17 +6,19 @@
  */
 
 /**
- * The claim's candidates: for each label key, the oldest claimable jobs, read in claim order from the
- * partial index jobs_claim and locked as they are read. SKIP LOCKED passes over rows another claim
- * holds, so concurrent claimers take different jobs and none waits. No sort: the global order across
- * keys is settled by `claim` over these few rows.
+ * The claim's candidates: for each label key, the first claimable jobs in claim order (highest
+ * priority, then oldest), read in that order from the partial index jobs_claim and locked as they
+ * are read. SKIP LOCKED passes over rows another claim holds, so concurrent claimers take different
+ * jobs and none waits. No sort: the global order across keys is settled by `claim` over these few
+ * rows. A job waiting on a backoff (ready_at_ms later than now) sits at the end of its priority in the
+ * index, so it is passed over only when nothing of that priority or above is claimable.
  * $1 label keys (text[], distinct), $2 now, $3 how many per key.
  */
-const CLAIM_CANDIDATES = `SELECT c.row_id, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
+const CLAIM_CANDIDATES = `SELECT c.row_id, c.priority, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
   CROSS JOIN LATERAL (
-    SELECT j.row_id, j.ready_at_ms FROM jobs j
+    SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
     WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
-    ORDER BY j.ready_at_ms, j.row_id
+    ORDER BY j.priority DESC, j.ready_at_ms, j.row_id
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
   ) AS c`;
@@ -43,15 +45,15 @@ const grantLeases = (p: { now: string; leaseIds: string; worker: string; ttl: st
 export const CLAIM_QUERIES = {
   claimCandidates: CLAIM_CANDIDATES,
   /**
-   * The whole claim in one statement: the oldest `max` of the locked candidates become running under a
+   * The whole claim in one statement: the first `max` of the locked candidates in claim order become running under a
    * fresh lease each, and the worker is recorded (its row last: the unreferenced CTE runs after the rest).
    * $1..$3 as claimCandidates ($3 = max), $4 lease ids (text[], the i-th claimed job takes the i-th),
    * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry, $9 the claim's token name (or NULL).
    */
   claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
     ), pick AS (
-      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
-      ORDER BY ready_at_ms, row_id LIMIT $3::int
+      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
+      ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int
     ), ${grantLeases({ now: '$2', leaseIds: '$4', worker: '$5', ttl: '$7', expires: '$8', token: '$9' })}, seen AS (
       INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($5, $6, $2::bigint, $2::bigint)
       ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
@@ -95,13 +97,13 @@ export const CLAIM_QUERIES = {
    * $10 lease expiry, $11 token name.
    */
   claimCapped: `WITH cand AS MATERIALIZED (
-      SELECT j.row_id, j.ready_at_ms FROM jobs j
+      SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
       WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.group_id = $3 AND j.status = 'queued'
         AND j.label_key = ANY($4::text[]) AND j.ready_at_ms <= $5::bigint
-      ORDER BY j.ready_at_ms, j.row_id LIMIT $6::int
+      ORDER BY j.priority DESC, j.ready_at_ms, j.row_id LIMIT $6::int
       FOR UPDATE SKIP LOCKED
     ), pick AS (
-      SELECT row_id, row_number() OVER (ORDER BY ready_at_ms, row_id) AS n FROM cand
+      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
     ), ${grantLeases({ now: '$5', leaseIds: '$7', worker: '$8', ttl: '$9', expires: '$10', token: '$11' })}
     SELECT * FROM taken ORDER BY n`,
 } as const;

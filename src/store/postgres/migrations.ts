@@ -309,6 +309,18 @@ CREATE TABLE artifact_chunks (
 ALTER TABLE artifact_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 `,
   },
+  {
+    version: 14,
+    name: 'priorities: jobs.priority, and the claim index ordered by it',
+    // README "Priorities": a claim takes the highest priority first, oldest first within one, so
+    // jobs_claim leads with the priority (descending) and stays one index seek per label key. A
+    // constant default makes the new column free to add however many jobs there are.
+    sql: `
+ALTER TABLE jobs ADD COLUMN priority SMALLINT NOT NULL DEFAULT 0;
+DROP INDEX jobs_claim;
+CREATE INDEX jobs_claim ON jobs(label_key, priority DESC, ready_at_ms, row_id) WHERE status = 'queued';
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -13,7 +13,7 @@ export const insertJobs = (from: string, param: string) => `
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
         condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
-        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec)
+        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec, priority)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -23,7 +23,8 @@ export const insertJobs = (from: string, param: string) => `
         e.j->>'condition', e.j->>'needs_results', (e.j->>'failed_upstream')::smallint, (e.j->>'run_cancelled')::smallint,
         (e.j->>'conditional_dependents')::smallint,
         e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0),
-        e.j->>'for_each', e.j->>'item', (e.j->>'item_index')::int, e.j->>'artifact_spec'
+        e.j->>'for_each', e.j->>'item', (e.j->>'item_index')::int, e.j->>'artifact_spec',
+        coalesce((e.j->>'priority')::smallint, 0)
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 

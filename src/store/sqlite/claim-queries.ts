@@ -7,7 +7,7 @@ export const CLAIM_QUERIES = {
    * The claim's candidates of one label key: an ordered range read of the covering partial index
    * jobs_claim. ? label_key, ? now_ms, ? limit
    */
-  claimCandidates: `SELECT row_id, ready_at_ms, max_parallel,
+  claimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel,
       CASE WHEN max_parallel IS NULL THEN NULL ELSE workflow_id || '/' || run_number || '/' || group_id END AS group_key,
       CASE WHEN max_parallel IS NULL THEN 0 ELSE (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
         WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
@@ -17,7 +17,7 @@ export const CLAIM_QUERIES = {
       AND (max_parallel IS NULL OR max_parallel > (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
         WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
           AND s.status = 'running' AND s.group_id IS NOT NULL))
-    ORDER BY ready_at_ms, row_id LIMIT ?`,
+    ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
   /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
   startJob: `UPDATE jobs
     SET status = 'running', started_at_ms = @now_ms, finished_at_ms = NULL,

@@ -9,7 +9,7 @@ import { jobByRowId, runsUnder, settleLease } from './settle.js';
 
 /**
  * Hands out up to `max` claimable jobs: one ordered range read of jobs_claim per label key, merged by
- * (ready_at_ms, row_id), the oldest taken. The write transaction keeps every other writer out, and the
+ * (priority descending, ready_at_ms, row_id): the highest priority first, the oldest within it. The write transaction keeps every other writer out, and the
  * update re-checks `queued`, so a job is handed out once per attempt.
  */
 export function claim(c: Conn, req: StoreClaim): Claimed[] {
@@ -22,7 +22,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
   for (const key of new Set(req.label_keys)) {
     for (const r of read.all(key, now, max) as Candidate[]) candidates.push(r);
   }
-  candidates.sort((a, b) => a.ready_at_ms - b.ready_at_ms || a.row_id - b.row_id);
+  candidates.sort((a, b) => b.priority - a.priority || a.ready_at_ms - b.ready_at_ms || a.row_id - b.row_id);
   const claimed: Claimed[] = [];
   // max_parallel: the candidates counted each group's running instances; this claim adds its own.
   const taken = new Map<string, number>();
@@ -48,6 +48,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
 
 interface Candidate {
   row_id: number;
+  priority: number;
   ready_at_ms: number;
   max_parallel: number | null;
   /** Names the candidate's group when it has a max_parallel; null otherwise. */

@@ -280,6 +280,17 @@ CREATE TABLE artifact_chunks (
 );
 `,
   },
+  {
+    version: 14,
+    name: 'priorities: jobs.priority, and the claim index ordered by it',
+    // README "Priorities": a claim takes the highest priority first, oldest first within one, so
+    // jobs_claim leads with the priority (descending) and stays one ordered range read per label key.
+    sql: `
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+DROP INDEX jobs_claim;
+CREATE INDEX jobs_claim ON jobs(label_key, priority DESC, ready_at_ms, row_id) WHERE status = 'queued';
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */
