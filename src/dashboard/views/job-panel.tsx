@@ -88,24 +88,29 @@ function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: nu
         gone = true;
       };
     }
+    // The attempt this log shows. The stream starts at the newest attempt that has output, which while
+    // a retry waits out its backoff is the previous one: its lines are not this attempt's.
     let attemptNow = attempt;
+    const switchTo = (a: number) => {
+      attemptNow = a;
+      setLines([]);
+      setNote(`attempt ${a + 1} started`);
+    };
     const stream = openStream(
       `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs/stream`,
       {
         onEvent(ev) {
           if (ev.event === 'log') {
             const c = JSON.parse(ev.data) as LogChunkView;
+            if (c.attempt < attemptNow) return;
+            if (c.attempt > attemptNow) switchTo(c.attempt);
             const parts = render(c, `${c.attempt}:${c.sequence}`);
             // A resumed stream may repeat what was already shown; the key tells.
             setLines((cur) => (cur.some((l) => l.key === parts[0]!.key) ? cur : [...cur, ...parts]));
             setNote('');
           } else if (ev.event === 'attempt') {
             const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
-            if (a !== attemptNow) {
-              attemptNow = a;
-              setLines([]);
-              setNote(`attempt ${a + 1} started`);
-            }
+            if (a > attemptNow) switchTo(a);
           } else if (ev.event === 'end') {
             const { status } = JSON.parse(ev.data) as { status: string };
             setNote(`ended: ${status}`);
@@ -241,6 +246,7 @@ export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; j
           {job.depends_on.map((d) => (
             <div key={d} class="upstream">
               <a href={workflowHref(doc.id, routeRun, d)}>{d}</a>
+              {': '}
               <Outputs outputs={byId.get(d)?.outputs ?? {}} />
             </div>
           ))}

@@ -64,18 +64,38 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
     setError(null);
     shown.current = run;
     let gone = false;
+    // A document is a snapshot taken when the server answered; an event that arrives while one is on
+    // its way may be newer than it (or belong to a run it will show), so such an event makes the
+    // document be read once more when this one lands. Only the newest read is applied: answers may
+    // land out of order.
+    let reads = 0;
+    let loading = false;
+    let stale = false;
     const load = async () => {
+      const mine = ++reads;
+      loading = true;
+      stale = false;
       try {
         const d = await api<StatusDocument>(run === null ? `/api/workflows/${enc(id)}/status` : `/api/workflows/${enc(id)}/runs/${run}`);
-        if (gone) return;
+        if (gone || mine !== reads) return;
         if (run === null) setLatestRun(d.run_number);
         shown.current = d.run_number;
         shownJobs.current = new Set(d.jobs.map((j) => j.id));
         setDoc(d);
         setError(null);
       } catch (err) {
-        if (!gone) setError(err);
+        if (!gone && mine === reads) setError(err);
+      } finally {
+        if (mine === reads) {
+          loading = false;
+          if (stale && !gone) reloadSoon();
+        }
       }
+    };
+    /** An event the document being read may predate: read it again once the current read lands. */
+    const outdated = () => {
+      if (loading) stale = true;
+      else reloadSoon();
     };
     // The burst of events a fan-out makes (one per instance) costs one read.
     let reload: ReturnType<typeof setTimeout> | null = null;
@@ -97,7 +117,13 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       onEvent(ev) {
         if (ev.event === 'job') {
           const j = JSON.parse(ev.data) as JobView & { run_number: number };
-          if (j.run_number !== shown.current) return;
+          if (j.run_number !== shown.current) {
+            // Following the latest run: a job of a newer one means the run on screen is about to be
+            // replaced, and the read doing it may have been answered before this change.
+            if (run === null && (shown.current === null || j.run_number > shown.current)) outdated();
+            return;
+          }
+          if (loading) stale = true;
           // A job the document lacks was made during the run (a fan-out's instances, which replace the
           // job standing for them): read the whole document again rather than guess its place.
           if (!shownJobs.current.has(j.id)) {
@@ -112,6 +138,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           // Following the latest run: a new run replaces the one on screen.
           if (run === null && r.run_number !== shown.current) void load();
           else if (r.run_number === shown.current) {
+            if (loading) stale = true;
             setDoc((cur) => (cur ? { ...cur, status: r.status, run: cur.run && { ...cur.run, status: r.status } } : cur));
           }
         } else if (ev.event === 'resync') {

@@ -1,0 +1,181 @@
+/**
+ * The dashboard stays true to the server while things change under it, in a real Chromium against a
+ * real `weft server`; the test plays the worker over HTTP (jobs carry a label no other worker has),
+ * so it decides exactly when each change happens:
+ * - a run that starts and moves on while the page's read of it is slow to arrive ends up shown as it
+ *   is, not as the read saw it;
+ * - a job's live log through a retry shows only the attempt it is labelled with;
+ * - the definition view does not widen the page.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
+import { client, until } from '../helpers/http.js';
+import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+
+const WAIT = { timeout: 60_000 };
+/** How long a status answer is held back on its way to the page while the page hears events. */
+const SLOW_STATUS_MS = 800;
+
+declare const document: any;
+declare const window: any;
+
+let browser: Browser;
+let sb: Sandbox;
+let server: SpawnedProcess & { url: string };
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  browser = await launchChromium();
+  sb = makeSandbox('weft-dash-live-');
+  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
+  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
+  server = Object.assign(p, { url: m[1]! });
+  api = client(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill('SIGKILL');
+  await server?.exited;
+  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
+});
+
+async function newPage(width = 1440, height = 900): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  return { page, errors: pageErrors(page) };
+}
+
+/** Claims the next job of label `label` as the test's own worker; fails the test if none comes. */
+async function claimNext(label: string, worker = 'test-worker') {
+  return until(() => api.claim(worker, [label]), `a job with label ${label} to be claimable`);
+}
+
+async function complete(leaseId: string): Promise<void> {
+  const r = await api.post(`/api/jobs/${leaseId}/complete`, { outputs: {} });
+  assert.equal(r.status, 200, r.text);
+}
+
+test('a run that moves on while the page reads its status is shown as it ended, not as the read saw it', async () => {
+  await api.createWorkflow({ id: 'slowread', jobs: { a: { run: 'true', labels: ['slowread'] }, b: { needs: 'a', run: 'true', labels: ['slowread'] } } });
+  // A first run, so that the page follows a run that the next one replaces.
+  await api.run('slowread');
+  for (let i = 0; i < 2; i++) await complete((await claimNext('slowread')).lease.lease_id);
+  await api.settled('slowread');
+
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/slowread`);
+  await page.locator('[data-job-id="b"][data-state="success"]').waitFor(WAIT);
+  // The test decides when the server answers the page's next status read and when that answer
+  // reaches the page, so that the document it brings is older than events the page gets meanwhile.
+  let take!: () => void;
+  let deliver!: () => void;
+  const mayTake = new Promise<void>((r) => (take = r));
+  const mayDeliver = new Promise<void>((r) => (deliver = r));
+  let taken!: () => void;
+  const wasTaken = new Promise<void>((r) => (taken = r));
+  await page.route('**/api/workflows/slowread/status', async (route) => {
+    await mayTake;
+    const response = await route.fetch();
+    taken();
+    await mayDeliver;
+    await route.fulfill({ response });
+  });
+  await api.run('slowread');
+  const a = await claimNext('slowread');
+  // The read the new run made the page send is answered now: `a` running.
+  take();
+  await wasTaken;
+  // `a` ends and `b` is queued while that answer is on its way; the page hears it as events.
+  await complete(a.lease.lease_id);
+  // Held back as long as a slow network would (SLOW_STATUS_MS), so the events arrive first.
+  await new Promise((r) => setTimeout(r, SLOW_STATUS_MS));
+  deliver();
+  const b = await claimNext('slowread');
+  await complete(b.lease.lease_id);
+  assert.equal((await api.settled('slowread')).status, 'success');
+
+  await page.waitForFunction(
+    () =>
+      document.querySelector('select')?.value === '2' &&
+      document.querySelector('[data-job-id="a"]')?.getAttribute('data-state') === 'success' &&
+      document.querySelector('[data-job-id="b"]')?.getAttribute('data-state') === 'success',
+    undefined,
+    WAIT,
+  );
+  // The buttons follow: the run is over, so Run is offered again and Cancel is not.
+  await page.waitForFunction(
+    () => {
+      const buttons = [...document.querySelectorAll('button')] as any[];
+      const run = buttons.find((x) => x.textContent.trim() === 'Run');
+      const cancel = buttons.find((x) => x.textContent.trim() === 'Cancel');
+      return run && !run.disabled && (!cancel || cancel.disabled);
+    },
+    undefined,
+    WAIT,
+  );
+  await screenshot(page, 'live-slow-status');
+  assert.deepEqual(errors, []);
+});
+
+test("a job's live log through a retry shows only the attempt it is labelled with", async () => {
+  await api.createWorkflow({
+    id: 'retrylog',
+    jobs: { flaky: { run: 'true', labels: ['retrylog'], retries: 1, backoff: { fixed: { delay_secs: 1 } } } },
+  });
+  await api.run('retrylog');
+  const first = await claimNext('retrylog');
+  const pushed = await api.post(`/api/jobs/${first.lease.lease_id}/logs`, {
+    chunks: [{ sequence: 0, stream: 'stdout', data: 'first attempt says hello\n', timestamp_ms: Date.now() }],
+  });
+  assert.equal(pushed.status, 200, pushed.text);
+
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/retrylog/jobs/flaky`);
+  const log = page.getByRole('log');
+  await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('first attempt says hello'), undefined, WAIT);
+
+  // The attempt fails and is retried: the panel now shows attempt 2, whose log is empty until it runs.
+  const failed = await api.post(`/api/jobs/${first.lease.lease_id}/fail`, { error: 'flaky', retryable: true });
+  assert.equal(failed.status, 200, failed.text);
+  await page.getByRole('log', { name: 'Log of flaky, attempt 2' }).waitFor(WAIT);
+  const second = await claimNext('retrylog');
+  assert.equal(second.job.attempt, 1);
+  await api.post(`/api/jobs/${second.lease.lease_id}/logs`, {
+    chunks: [{ sequence: 0, stream: 'stdout', data: 'second attempt says hello\n', timestamp_ms: Date.now() }],
+  });
+  await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('second attempt says hello'), undefined, WAIT);
+  assert.equal(await log.getAttribute('aria-label'), 'Log of flaky, attempt 2');
+  assert.doesNotMatch((await log.textContent()) ?? '', /first attempt/, "attempt 1's lines are not shown under attempt 2");
+  await complete(second.lease.lease_id);
+
+  // A reload shows the same: the history of attempt 2 only.
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('second attempt says hello'), undefined, WAIT);
+  assert.doesNotMatch((await page.getByRole('log').textContent()) ?? '', /first attempt/);
+  assert.deepEqual(errors, []);
+});
+
+test('the definition view and the job panel do not widen the page, on a desktop or a phone', async () => {
+  const long = `echo ${'a-very-long-argument-'.repeat(30)}`;
+  await api.createWorkflow({ id: 'wide', jobs: { lint: { run: long, labels: ['wide'] }, build: { needs: 'lint', run: long, labels: ['wide'] } } });
+  await api.run('wide');
+  await complete((await claimNext('wide')).lease.lease_id);
+  for (const [width, height] of [[1440, 900], [390, 844]] as const) {
+    const { page, errors } = await newPage(width, height);
+    await page.goto(`${server.url}/#/workflows/wide/definition`);
+    await page.getByRole('region', { name: 'Definition' }).locator('pre', { hasText: 'a-very-long-argument' }).waitFor(WAIT);
+    const sizes = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    assert.ok(sizes[0]! <= sizes[1]!, `the definition view is ${sizes[0]} px wide in a ${sizes[1]} px window`);
+    await page.goto(`${server.url}/#/workflows/wide/jobs/build`);
+    // Upstream outputs name each need apart from its outputs.
+    const upstream = page.locator('.upstream', { hasText: 'lint' });
+    await upstream.waitFor(WAIT);
+    assert.match((await upstream.textContent()) ?? '', /^lint: none$/);
+    await screenshot(page, `live-wide-${width}`);
+    assert.deepEqual(errors, []);
+  }
+});
