@@ -76,7 +76,9 @@ export function openStream(path: string, h: StreamHandlers, stopAfter?: (ev: Eve
       if (closed) return;
       h.onState?.('reconnecting');
       await new Promise((r) => setTimeout(r, Math.max(delay, retryMs)));
-      delay = Math.min(delay * 2, 10_000);
+      // At most a few seconds between tries, so that a page opened while the server was away is
+      // live again soon after it is back.
+      delay = Math.min(delay * 2, 5_000);
     }
   };
   void run();

@@ -179,3 +179,25 @@ test('the definition view and the job panel do not widen the page, on a desktop 
     assert.deepEqual(errors, []);
   }
 });
+
+test('a page opened while the API is unreachable says so, and recovers by itself once it answers again', async () => {
+  await api.createWorkflow({ id: 'outage', jobs: { only: { run: 'true', labels: ['outage'] } } });
+  for (const [path, ready] of [
+    ['#/', 'a[href="#/workflows/outage"]'],
+    ['#/workflows/outage', '[data-job-id="only"]'],
+  ] as const) {
+    const { page, errors } = await newPage();
+    // Every API call fails as with the server away (the page itself still loads).
+    await page.route('**/api/**', (route) => route.abort('connectionrefused'));
+    await page.goto(`${server.url}/${path}`);
+    await page.getByRole('alert').waitFor(WAIT);
+    assert.match((await page.getByRole('alert').textContent()) ?? '', /fetch/i, `${path}: the error is shown`);
+    // The API answers again: the page reads again by itself, with no reload and no click.
+    await page.unroute('**/api/**');
+    await page.locator(ready).first().waitFor(WAIT);
+    assert.equal(await page.getByRole('alert').count(), 0, `${path}: the error is gone once the page could read`);
+    // The browser logs each refused request itself; nothing else went wrong in the page.
+    assert.deepEqual(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to fetch|Failed to load resource/.test(e)), []);
+    await page.context().close();
+  }
+});

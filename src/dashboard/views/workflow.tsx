@@ -20,6 +20,9 @@ import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
 
 const POLL_MS = 2000;
+/** A failed read is tried again after this long, doubling up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 5000;
 
 export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const { id, run, job: selected, attempt, definition } = route;
@@ -71,7 +74,14 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
     let reads = 0;
     let loading = false;
     let stale = false;
+    // A failed read is tried again by itself, and a stream that connects again reads again (events
+    // were missed meanwhile), so a page opened while the server was away recovers when it is back.
+    let failed = false;
+    let retry: ReturnType<typeof setTimeout> | null = null;
+    let retryMs = RETRY_FIRST_MS;
     const load = async () => {
+      if (retry) clearTimeout(retry);
+      retry = null;
       const mine = ++reads;
       loading = true;
       stale = false;
@@ -83,8 +93,15 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         shownJobs.current = new Set(d.jobs.map((j) => j.id));
         setDoc(d);
         setError(null);
+        failed = false;
+        retryMs = RETRY_FIRST_MS;
       } catch (err) {
-        if (!gone && mine === reads) setError(err);
+        if (!gone && mine === reads) {
+          setError(err);
+          failed = true;
+          retry = setTimeout(() => void load(), retryMs);
+          retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+        }
       } finally {
         if (mine === reads) {
           loading = false;
@@ -106,9 +123,18 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       }, 100);
     };
     let poll: ReturnType<typeof setInterval> | null = null;
+    let opened = false;
     const stream = openStream(`/api/workflows/${enc(id)}/events`, {
-      onOpen: () => void load(),
-      onState: setConn,
+      // Read once the stream is open, so that no change falls between the document and the events.
+      onOpen: () => {
+        opened = true;
+        void load();
+      },
+      onState: (state) => {
+        setConn(state);
+        // The stream could not connect at all: read anyway, to show the document or why it cannot be read.
+        if (state === 'reconnecting' && !opened && !failed && !loading) void load();
+      },
       onMissing: () => {
         setConn('polling');
         void load();
@@ -152,6 +178,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       stream.close();
       if (poll) clearInterval(poll);
       if (reload) clearTimeout(reload);
+      if (retry) clearTimeout(retry);
     };
   }, [id, run]);
 

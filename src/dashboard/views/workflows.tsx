@@ -25,6 +25,9 @@ const PAGE = 50;
 /** Set once the server answered `jobs=false` with 400: an older weft, asked for whole documents from then on. */
 let summariesRefused = false;
 const POLL_MS = 3000;
+/** A failed read of the list is tried again after this long, doubling up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 5000;
 const FILTERS = ['', 'running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'];
 
 /** The latest time the item tells of: an edit, the run's start or end (and, from a whole document, its jobs'). */
@@ -56,7 +59,15 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
   useEffect(() => {
     const seq = ++loadSeq.current;
     const filter = status ? `&status=${enc(status)}` : '';
+    // A failed read is tried again by itself (a server restarting, a network blip), sooner than the
+    // event stream's reconnection would bring it back; a stream that connects again reads the list
+    // again too, since events were missed meanwhile.
+    let failed = false;
+    let retry: ReturnType<typeof setTimeout> | null = null;
+    let retryMs = RETRY_FIRST_MS;
     const load = async () => {
+      if (retry) clearTimeout(retry);
+      retry = null;
       try {
         // The server filters and pages (`q` matches id or name), so a search costs one page like any other.
         const q = search ? `&q=${enc(search)}` : '';
@@ -73,13 +84,23 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
         if (seq !== loadSeq.current) return;
         setItems(list);
         setError(null);
+        failed = false;
+        retryMs = RETRY_FIRST_MS;
       } catch (err) {
-        if (seq === loadSeq.current) setError(err);
+        if (seq !== loadSeq.current) return;
+        setError(err);
+        failed = true;
+        retry = setTimeout(() => void load(), retryMs);
+        retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
       }
     };
     void load();
+    let opens = 0;
     let poll: ReturnType<typeof setInterval> | null = null;
     const stream = openStream('/api/events', {
+      onOpen() {
+        if (opens++ > 0 || failed) void load();
+      },
       onEvent(ev) {
         if (ev.event === 'workflow') {
           const doc = JSON.parse(ev.data) as ListItem;
@@ -96,6 +117,7 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
       loadSeq.current++;
       stream.close();
       if (poll) clearInterval(poll);
+      if (retry) clearTimeout(retry);
     };
   }, [status, search, page, reload]);
 
