@@ -171,7 +171,27 @@ function Outputs({ outputs }: { outputs: Record<string, string> }) {
   );
 }
 
-export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; job: JobView; attempt: number | null; latest: boolean }) {
+/** Re-running from a job (README "Re-running a run"): what to call, or why it cannot be done now. */
+export interface RerunFrom {
+  /** Starts a re-run of the shown run from `job` (a matrix or fan-out instance: from its whole group). */
+  start(job: string): void;
+  /** Why a re-run cannot start now (the run is still active, say); null when it can. */
+  blocked: string | null;
+}
+
+export function JobPanel({
+  doc,
+  job,
+  attempt,
+  latest,
+  rerun,
+}: {
+  doc: StatusDocument;
+  job: JobView;
+  attempt: number | null;
+  latest: boolean;
+  rerun?: RerunFrom;
+}) {
   const run = doc.run_number;
   const now = useNow(job.state === 'running');
   const shownAttempt = attempt ?? job.attempt;
@@ -188,6 +208,14 @@ export function JobPanel({ doc, job, attempt, latest }: { doc: StatusDocument; j
           ×
         </a>
       </div>
+      {rerun && (
+        <div class="toolbar">
+          <button type="button" disabled={rerun.blocked !== null} title={rerun.blocked ?? `Run ${job.group ?? job.id} and everything after it again; keep the rest`} onClick={() => rerun.start(job.group ?? job.id)}>
+            Re-run from here
+          </button>
+          {rerun.blocked && <span class="muted small">{rerun.blocked}</span>}
+        </div>
+      )}
       <dl class="facts">
         <dt>Job</dt>
         <dd>

@@ -193,6 +193,21 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
     if (run !== null) go(workflowHref(id));
     void loadRuns();
   };
+  /** README "Re-running a run": a new run from the one shown, then the page follows the new run. */
+  const rerun = async (body: { only: 'failed' | 'all' } | { from: string }) => {
+    if (doc?.run_number == null) return;
+    setBusy(true);
+    try {
+      await post(`/api/workflows/${enc(id)}/runs/${doc.run_number}/rerun`, body);
+      setError(null);
+      go(workflowHref(id));
+      void loadRuns();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
   const act = async (what: 'run' | 'cancel') => {
     setBusy(true);
     try {
@@ -226,6 +241,18 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const runNumbers = runs ? runs.map((r) => r.run_number) : Array.from({ length: latestRun ?? doc.run_number ?? 0 }, (_, i) => (latestRun ?? doc.run_number ?? 0) - i);
   const runStatus = doc.run?.status ?? doc.status;
   const running = latest && (runStatus === 'running' || doc.jobs.some((j) => j.state === 'running' || j.state === 'queued'));
+  // Why a re-run of the shown run cannot start now; null when it can (the server decides the rest).
+  const shownActive = runStatus === 'running' || runStatus === 'queued';
+  const rerunBlocked =
+    doc.run_number === null
+      ? 'the workflow has not run yet'
+      : shownActive
+        ? 'this run is still active: wait for it to end or cancel it'
+        : running && !parallel
+          ? 'another run is active: wait for it to end or cancel it'
+          : null;
+  const allSucceeded = doc.jobs.length > 0 && doc.jobs.every((j) => j.state === 'success');
+  const rerunFailedBlocked = rerunBlocked ?? (allSucceeded ? 'every job of this run succeeded: nothing failed to re-run' : null);
 
   return (
     <section class="workflow">
@@ -270,6 +297,26 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         <button type="button" disabled={busy || !running} onClick={() => act('cancel')}>
           Cancel
         </button>
+        {doc.run_number !== null && (
+          <>
+            <button
+              type="button"
+              disabled={busy || rerunFailedBlocked !== null}
+              title={rerunFailedBlocked ?? `Run the jobs of run ${doc.run_number} that did not succeed again; keep the rest`}
+              onClick={() => void rerun({ only: 'failed' })}
+            >
+              Re-run failed jobs
+            </button>
+            <button
+              type="button"
+              disabled={busy || rerunBlocked !== null}
+              title={rerunBlocked ?? `Run every job of run ${doc.run_number} again, with its inputs`}
+              onClick={() => void rerun({ only: 'all' })}
+            >
+              Re-run all
+            </button>
+          </>
+        )}
         <a class="button" href={definition ? workflowHref(id, run, selected) : `${workflowHref(id, run)}/definition`}>
           {definition ? 'Graph' : 'Definition'}
         </a>
@@ -278,7 +325,16 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
       <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
         {definition ? <Definition id={id} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
-        {job && <JobPanel key={`${doc.run_number}:${job.id}`} doc={doc} job={job} attempt={attempt} latest={latest} />}
+        {job && (
+          <JobPanel
+            key={`${doc.run_number}:${job.id}`}
+            doc={doc}
+            job={job}
+            attempt={attempt}
+            latest={latest}
+            rerun={{ start: (from) => void rerun({ from }), blocked: busy ? 'starting…' : rerunBlocked }}
+          />
+        )}
         {group && <GroupPanel key={`${doc.run_number}:${group.id}`} doc={doc} run={latest ? null : run} id={group.id} name={group.name} group={group.group!} />}
         {selected && !job && !group && <p class="error">No job {selected} in this run.</p>}
       </div>

@@ -1,0 +1,117 @@
+/**
+ * Re-running from the dashboard (README "Re-running a run"), in a real Chromium against a real `weft
+ * server`; the test plays the worker over HTTP. "Re-run failed jobs" and "Re-run all" on a finished run,
+ * "Re-run from here" on a job, each a re-run of the run shown; disabled, with the reason, where the
+ * server would refuse it.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
+import { client, until } from '../helpers/http.js';
+import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+
+const WAIT = { timeout: 60_000 };
+
+declare const document: any;
+
+let browser: Browser;
+let sb: Sandbox;
+let server: SpawnedProcess & { url: string };
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  browser = await launchChromium();
+  sb = makeSandbox('weft-dash-rerun-');
+  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
+  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
+  server = Object.assign(p, { url: m[1]! });
+  api = client(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill('SIGKILL');
+  await server?.exited;
+  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
+});
+
+async function newPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  return { page, errors: pageErrors(page) };
+}
+
+/** Plays the worker: takes the next job of the workflow and ends it as told. */
+async function work(expected: string, outcome: 'complete' | 'fail'): Promise<void> {
+  const c = await until(() => api.claim('test-worker', ['rr']), `job ${expected} to be claimable`);
+  assert.equal(c.job.job_id, expected);
+  const r =
+    outcome === 'complete'
+      ? await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: { from: `run ${c.job.run_number}` } })
+      : await api.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'broken', retryable: false });
+  assert.equal(r.status, 200, r.text);
+}
+
+const button = (page: Page, name: string) => page.getByRole('button', { name, exact: true });
+const stateOf = (page: Page, job: string) => page.locator(`[data-job-id="${job}"]`).getAttribute('data-state');
+
+test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the run shown, and say why when they cannot', async () => {
+  await api.createWorkflow({ id: 'rr', jobs: { build: { run: 'true', labels: ['rr'] }, deploy: { needs: 'build', run: 'true', labels: ['rr'] } } });
+  await api.run('rr');
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/rr`);
+  await page.locator('[data-job-id="build"][data-state="queued"]').waitFor(WAIT);
+  // While the run is active, neither re-run applies, and the button says why.
+  assert.equal(await button(page, 'Re-run failed jobs').isDisabled(), true);
+  assert.match((await button(page, 'Re-run all').getAttribute('title')) ?? '', /still active/);
+
+  await work('build', 'complete');
+  await work('deploy', 'fail');
+  await page.locator('[data-job-id="deploy"][data-state="failed"]').waitFor(WAIT);
+  await until(async () => !(await button(page, 'Re-run failed jobs').isDisabled()), 'Re-run failed jobs to be offered');
+
+  // Re-run failed jobs: run 2 keeps build's success and runs deploy again; the page follows it.
+  await button(page, 'Re-run failed jobs').click();
+  await page.waitForFunction(() => document.querySelector('select')?.value === '2', undefined, WAIT);
+  await page.locator('[data-job-id="deploy"][data-state="queued"]').waitFor(WAIT);
+  assert.equal(await stateOf(page, 'build'), 'success');
+  const two = await api.get('/api/workflows/rr/runs/2');
+  assert.equal(two.body.run.rerun_of, 1);
+  assert.equal(two.body.jobs.find((j: any) => j.id === 'build').outputs.from, 'run 1', "build was kept with run 1's outputs");
+  await work('deploy', 'complete');
+  await page.locator('[data-job-id="deploy"][data-state="success"]').waitFor(WAIT);
+
+  // Every job of run 2 succeeded: nothing failed to re-run, but everything may run again.
+  await until(async () => !(await button(page, 'Re-run all').isDisabled()), 'Re-run all to be offered');
+  assert.equal(await button(page, 'Re-run failed jobs').isDisabled(), true);
+  assert.match((await button(page, 'Re-run failed jobs').getAttribute('title')) ?? '', /every job of this run succeeded/);
+
+  // Re-run from here, on deploy: run 3 keeps build and runs deploy.
+  await page.goto(`${server.url}/#/workflows/rr/jobs/deploy`);
+  await button(page, 'Re-run from here').click();
+  await page.waitForFunction(() => document.querySelector('select')?.value === '3', undefined, WAIT);
+  const three = await api.get('/api/workflows/rr/runs/3');
+  assert.equal(three.body.run.rerun_of, 2);
+  assert.deepEqual(
+    Object.fromEntries(three.body.jobs.map((j: any) => [j.id, j.state])),
+    { build: 'success', deploy: 'queued' },
+  );
+  // While run 3 is active, the panel's button is disabled and says why.
+  await page.goto(`${server.url}/#/workflows/rr/jobs/build`);
+  await button(page, 'Re-run from here').waitFor(WAIT);
+  assert.equal(await button(page, 'Re-run from here').isDisabled(), true);
+  await work('deploy', 'complete');
+
+  // Re-run all on an earlier run (run 1, shown from the selector): run 4 runs every job.
+  await page.goto(`${server.url}/#/workflows/rr/runs/1`);
+  await until(async () => !(await button(page, 'Re-run all').isDisabled()), 'Re-run all to be offered on run 1');
+  await button(page, 'Re-run all').click();
+  await page.waitForFunction(() => document.querySelector('select')?.value === '4', undefined, WAIT);
+  const four = await api.get('/api/workflows/rr/runs/4');
+  assert.equal(four.body.run.rerun_of, 1);
+  assert.equal(four.body.jobs.find((j: any) => j.id === 'build').state, 'queued');
+  await screenshot(page, 'rerun-buttons');
+  assert.deepEqual(errors, []);
+});
