@@ -149,6 +149,8 @@ test("a job's live log through a retry shows only the attempt it is labelled wit
   });
   await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('second attempt says hello'), undefined, WAIT);
   assert.equal(await log.getAttribute('aria-label'), 'Log of flaky, attempt 2');
+  // The node says it is a retry; a first try says nothing of attempts.
+  await page.locator('[data-job-id="flaky"] .state', { hasText: 'try 2/2' }).waitFor(WAIT);
   assert.doesNotMatch((await log.textContent()) ?? '', /first attempt/, "attempt 1's lines are not shown under attempt 2");
   await complete(second.lease.lease_id);
 

@@ -82,6 +82,13 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   assert.equal(two.body.jobs.find((j: any) => j.id === 'build').outputs.from, 'run 1', "build was kept with run 1's outputs");
   await work('deploy', 'complete');
   await page.locator('[data-job-id="deploy"][data-state="success"]').waitFor(WAIT);
+  // A job that worked at its first try shows its state and time, with no attempt count and no stray separator.
+  const line = (await page.locator('[data-job-id="deploy"] .state').textContent()) ?? '';
+  assert.doesNotMatch(line, /\d\/\d|try/, line);
+  assert.doesNotMatch(line, /·\s*$/, line);
+
+  // The tab's title names the run's state.
+  await until(async () => (await page.title()) === 'success · rr · weft', "the tab's title to name the run's state");
 
   // Every job of run 2 succeeded: nothing failed to re-run, but everything may run again.
   await until(async () => !(await button(page, 'Re-run all').isDisabled()), 'Re-run all to be offered');
@@ -102,6 +109,10 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   await page.goto(`${server.url}/#/workflows/rr/jobs/build`);
   await button(page, 'Re-run from here').waitFor(WAIT);
   assert.equal(await button(page, 'Re-run from here').isDisabled(), true);
+  // Escape closes the panel.
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => document.location.hash === '#/workflows/rr', undefined, WAIT);
+  assert.equal(await page.getByRole('complementary', { name: 'Job build' }).count(), 0);
   await work('deploy', 'complete');
 
   // Re-run all on an earlier run (run 1, shown from the selector): run 4 runs every job.

@@ -59,11 +59,12 @@ function clip(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
 
+/** The attempt's running time, after a separator; nothing (no stray separator) when it has none. */
 function Elapsed({ job }: { job: JobView }) {
   const running = job.state === 'running';
   const now = useNow(running);
-  if (running && job.started_at_ms != null) return <>{duration(now - job.started_at_ms)}</>;
-  return <>{duration(job.duration_ms)}</>;
+  const text = running && job.started_at_ms != null ? duration(now - job.started_at_ms) : duration(job.duration_ms);
+  return text ? <> · {text}</> : null;
 }
 
 interface NodeProps {
@@ -126,12 +127,16 @@ class Node extends Component<NodeProps> {
 }
 
 function JobLines({ job }: { job: JobView }) {
-  const attempts = `${job.attempt + 1}/${job.max_retries + 1}`;
+  // The attempt only once there was a retry: a first try that worked is not "1/4".
+  const attempts = job.attempt > 0 ? ` · try ${job.attempt + 1}/${job.max_retries + 1}` : '';
   return (
     <>
       <text x={10} y={37} class="state">
         {STATE_ICON[job.state]} {job.state}
-        <tspan class="meta"> · {attempts} · <Elapsed job={job} /></tspan>
+        <tspan class="meta">
+          {attempts}
+          <Elapsed job={job} />
+        </tspan>
       </text>
       <text x={10} y={54} class="meta">
         {job.worker_id ? clip(job.worker_id, 28) : ' '}

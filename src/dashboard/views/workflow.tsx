@@ -187,6 +187,25 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   routeRef.current = route;
   const open = useCallback((job: string) => go(workflowHref(routeRef.current.id, routeRef.current.run, job)), []);
 
+  // Escape closes the job panel, back to the run's graph.
+  useEffect(() => {
+    if (!selected) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape' && !e.defaultPrevented) go(workflowHref(routeRef.current.id, routeRef.current.run));
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [selected]);
+
+  // The tab's title names the run's state, so a run can be watched from another tab.
+  const titleState = doc ? (doc.run?.status ?? doc.status) : null;
+  useEffect(() => {
+    document.title = titleState ? `${titleState} · ${doc!.name} · weft` : `${id} · weft`;
+    return () => {
+      document.title = 'weft';
+    };
+  }, [titleState, doc?.name, id]);
+
   const [asking, setAsking] = useState<Record<string, DeclaredInput> | null>(null);
   const started = () => {
     setAsking(null);
