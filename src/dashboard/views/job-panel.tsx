@@ -5,8 +5,8 @@
  */
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { AnsiUp } from 'ansi_up';
-import type { JobView, LogChunkView, StatusDocument } from '../../protocol/wire.js';
-import { api, enc } from '../api';
+import type { JobView, LogChunkView, StatusDocument, WorkerView } from '../../protocol/wire.js';
+import { api, enc, SERVER } from '../api';
 import { openStream } from '../sse';
 import { duration, stamp, useNow } from '../format';
 import { go, workflowHref } from '../router';
@@ -154,6 +154,56 @@ function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: nu
   );
 }
 
+/** How often a queued job's panel reads the workers again, to say why the job waits. */
+const WORKERS_POLL_MS = 3000;
+
+/**
+ * Why a queued job is not running yet: a retry waiting out its backoff, no connected worker with the
+ * labels it needs (with the command that starts one), or every fitting worker busy.
+ */
+function WhyWaiting({ job }: { job: JobView }) {
+  const now = useNow(true);
+  const [workers, setWorkers] = useState<WorkerView[] | null>(null);
+  useEffect(() => {
+    let gone = false;
+    const load = () =>
+      api<WorkerView[]>('/api/workers').then(
+        (w) => !gone && setWorkers(w),
+        // A token that may not list workers, or an older server: the reason is left unsaid.
+        () => {},
+      );
+    void load();
+    const t = setInterval(load, WORKERS_POLL_MS);
+    return () => {
+      gone = true;
+      clearInterval(t);
+    };
+  }, []);
+  let reason: string | null = null;
+  let start: string | null = null;
+  if (job.delayed_until_ms > now) {
+    reason = `Waiting out its retry backoff: claimable in ${duration(job.delayed_until_ms - now) || '1s'}.`;
+  } else if (workers !== null) {
+    const fitting = workers.filter((w) => w.status !== 'offline' && job.required_labels.every((l) => w.labels.includes(l)));
+    const labels = job.required_labels.join(',');
+    if (fitting.length === 0) {
+      reason = job.required_labels.length
+        ? `No connected worker has the labels this job needs (${job.required_labels.join(', ')}). Start one:`
+        : 'No worker is connected. Start one:';
+      start = `SERVER_URL=${SERVER}${labels ? ` WORKER_LABELS=${labels}` : ''} weft worker`;
+    } else {
+      reason = `Waiting for a free worker: ${fitting.length === 1 ? 'the one fitting worker is' : `all ${fitting.length} fitting workers are`} busy.`;
+    }
+  }
+  if (reason === null) return null;
+  return (
+    <div class="why-waiting" role="status">
+      <p>{reason}</p>
+      {start && <pre class="command">{start}</pre>}
+    </div>
+  );
+}
+
 function Outputs({ outputs }: { outputs: Record<string, string> }) {
   const keys = Object.keys(outputs);
   if (keys.length === 0) return <span class="muted">none</span>;
@@ -260,6 +310,7 @@ export function JobPanel({
           <code class="command">{job.command}</code>
         </dd>
       </dl>
+      {job.state === 'queued' && <WhyWaiting job={job} />}
       {job.error && (
         <div class="job-error">
           <h3>Error</h3>

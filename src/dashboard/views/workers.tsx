@@ -1,7 +1,7 @@
 /** The workers the server knows: labels, status, the job each holds (linked) and when it was last seen. */
 import { useEffect, useState } from 'preact/hooks';
 import type { CurrentJob, WorkerView } from '../../protocol/wire.js';
-import { api } from '../api';
+import { api, SERVER } from '../api';
 import { ago, useNow } from '../format';
 import { workflowHref } from '../router';
 import { ErrorLine, StateBadge } from './common';
@@ -38,7 +38,14 @@ export function WorkersView() {
       {workers === null ? (
         <p class="muted">Loading…</p>
       ) : workers.length === 0 ? (
-        <p class="muted">No worker has registered yet.</p>
+        <div class="muted">
+          <p>No worker has registered yet. Start one where jobs should run (it asks this server for jobs):</p>
+          <pre class="command">SERVER_URL={SERVER} weft worker</pre>
+          <p>
+            Add <code>WORKER_LABELS=linux,gpu</code> to take jobs that need labels, and <code>WEFT_TOKEN</code> when the server
+            requires tokens (README "The worker").
+          </p>
+        </div>
       ) : (
         <table class="list">
           <thead>

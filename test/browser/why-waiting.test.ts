@@ -1,0 +1,90 @@
+/**
+ * The dashboard says why a queued job is not running (README "Dashboard"), in a real Chromium against a
+ * real `weft server`; the test plays the workers over HTTP: no connected worker has the job's labels
+ * (with the command that starts one), a retry waits out its backoff, every fitting worker is busy. An
+ * empty Workers page says how to start a worker.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
+import { client } from '../helpers/http.js';
+import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+
+const WAIT = { timeout: 60_000 };
+
+let browser: Browser;
+let sb: Sandbox;
+let server: SpawnedProcess & { url: string };
+let api: ReturnType<typeof client>;
+
+before(async () => {
+  browser = await launchChromium();
+  sb = makeSandbox('weft-dash-why-');
+  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
+  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
+  server = Object.assign(p, { url: m[1]! });
+  api = client(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill('SIGKILL');
+  await server?.exited;
+  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
+});
+
+async function newPage(): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const page = await context.newPage();
+  return { page, errors: pageErrors(page) };
+}
+
+test('an empty Workers page gives the command that starts a worker', async () => {
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workers`);
+  await page.getByText('No worker has registered yet').waitFor(WAIT);
+  assert.equal(await page.locator('pre.command').textContent(), `SERVER_URL=${server.url} weft worker`);
+  assert.deepEqual(errors, []);
+});
+
+test('a queued job says why it waits: no worker with its labels, a retry backoff, or every fitting worker busy', async () => {
+  await api.createWorkflow({
+    id: 'why',
+    jobs: {
+      lonely: { run: 'true', labels: ['nobody-has-this'] },
+      flaky: { run: 'true', labels: ['whyretry'], retries: 1, backoff: { fixed: { delay_secs: 600 } } },
+      first: { run: 'true', labels: ['whybusy'] },
+      second: { run: 'true', labels: ['whybusy'] },
+    },
+  });
+  await api.run('why');
+  const { page, errors } = await newPage();
+  const why = page.getByRole('status');
+
+  // No worker at all has the label.
+  await page.goto(`${server.url}/#/workflows/why/jobs/lonely`);
+  await why.getByText('No connected worker has the labels this job needs (nobody-has-this)').waitFor(WAIT);
+  assert.equal(await why.locator('pre').textContent(), `SERVER_URL=${server.url} WORKER_LABELS=nobody-has-this weft worker`);
+
+  // A retry waiting out its backoff.
+  const flaky = await api.claim('w-retry', ['whyretry']);
+  assert.equal(flaky?.job.job_id, 'flaky');
+  assert.equal((await api.post(`/api/jobs/${flaky!.lease.lease_id}/fail`, { error: 'flaky', retryable: true })).status, 200);
+  await page.goto(`${server.url}/#/workflows/why/jobs/flaky`);
+  await why.getByText(/Waiting out its retry backoff: claimable in \d+m/).waitFor(WAIT);
+
+  // The one fitting worker holds the other job.
+  const first = await api.claim('w-busy', ['whybusy']);
+  assert.equal(first?.job.job_id, 'first');
+  await page.goto(`${server.url}/#/workflows/why/jobs/second`);
+  await why.getByText('Waiting for a free worker: the one fitting worker is busy.').waitFor(WAIT);
+  await screenshot(page, 'why-waiting');
+
+  // A running job says nothing of the kind.
+  await page.goto(`${server.url}/#/workflows/why/jobs/first`);
+  await page.getByRole('complementary', { name: 'Job first' }).waitFor(WAIT);
+  assert.equal(await why.count(), 0);
+  assert.deepEqual(errors, []);
+});
