@@ -16,6 +16,8 @@ export const STATE_ICON: Record<string, string> = {
 
 export function duration(ms: number | null | undefined): string {
   if (ms == null || ms < 0) return '';
+  // Tenths below ten seconds, as the CLI prints them: a 3.3 s run is not "3s".
+  if (ms < 10_000) return `${(Math.floor(ms / 100) / 10).toFixed(1)}s`;
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);

@@ -6,6 +6,7 @@ import { useRoute } from './router';
 import { WorkflowsView } from './views/workflows';
 import { WorkflowView } from './views/workflow';
 import { WorkersView } from './views/workers';
+import { HistoryView } from './views/history';
 import './styles.css';
 
 function TokenForm({ req }: { req: TokenRequest }) {
@@ -112,6 +113,7 @@ function App() {
       <main>
         {route.view === 'workflows' && <WorkflowsView query={route.query} />}
         {route.view === 'workflow' && <WorkflowView route={route} />}
+        {route.view === 'runs' && <HistoryView id={route.id} page={route.page} />}
         {route.view === 'workers' && <WorkersView />}
         {route.view === 'unknown' && (
           <p class="error">

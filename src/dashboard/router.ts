@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 export type Route =
   | { view: 'workflows'; query: URLSearchParams }
   | { view: 'workflow'; id: string; run: number | null; job: string | null; attempt: number | null; definition: boolean }
+  | { view: 'runs'; id: string; page: number }
   | { view: 'workers' }
   | { view: 'unknown'; path: string };
 
@@ -20,6 +21,9 @@ export function parseRoute(hash: string): Route {
   }
   if (parts.length === 0) return { view: 'workflows', query };
   if (parts[0] === 'workers' && parts.length === 1) return { view: 'workers' };
+  if (parts[0] === 'workflows' && parts[1] !== undefined && parts[2] === 'runs' && parts.length === 3) {
+    return { view: 'runs', id: parts[1], page: Math.max(0, Number(query.get('page') ?? 0) || 0) };
+  }
   if (parts[0] === 'workflows' && parts[1] !== undefined) {
     let i = 2;
     let run: number | null = null;
@@ -51,6 +55,11 @@ export function workflowHref(id: string, run?: number | null, job?: string | nul
   if (job != null) h += `/jobs/${e(job)}`;
   if (attempt != null) h += `?attempt=${attempt}`;
   return h;
+}
+
+/** A workflow's run history (README "Dashboard"), page `page` (0: the newest runs). */
+export function historyHref(id: string, page = 0): string {
+  return `#/workflows/${e(id)}/runs${page > 0 ? `?page=${page}` : ''}`;
 }
 
 export function useRoute(): Route {

@@ -210,7 +210,7 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.getByRole('button', { name: 'Run', exact: true }).click();
   await page.locator('option', { hasText: 'Run 2' }).waitFor({ state: 'attached', ...WAIT });
   for (const j of ['talk', 'left', 'right', 'join']) await page.locator(node(j, 'success')).waitFor({ timeout: 60_000 });
-  await page.getByLabel('Showing').selectOption({ label: 'Run 1' });
+  await page.getByLabel('Showing').selectOption({ value: '1' });
   await page.waitForFunction(() => location.hash.includes('/runs/1'), undefined, WAIT);
   await page.waitForFunction(
     () => document.querySelector('select')?.value === '1' && document.querySelectorAll('[data-state="success"]').length === 4,

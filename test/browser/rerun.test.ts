@@ -126,3 +126,47 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   await screenshot(page, 'rerun-buttons');
   assert.deepEqual(errors, []);
 });
+
+test('History lists every run with its state, duration, job counts and the run it re-ran, a page at a time', async () => {
+  const { page, errors } = await newPage();
+  // The runs of the test above: 4, the last a re-run of run 1, still active until its jobs end.
+  await work('build', 'complete');
+  await work('deploy', 'complete');
+  await page.goto(`${server.url}/#/workflows/rr`);
+  await page.getByRole('link', { name: 'History', exact: true }).click();
+  const table = page.getByRole('table', { name: 'Runs of rr' });
+  await table.waitFor(WAIT);
+  await page.locator('tr[data-run="4"]', { hasText: 'success' }).waitFor(WAIT);
+  assert.equal(await table.locator('tbody tr').count(), 4);
+  const row = (n: number) => table.locator(`tr[data-run="${n}"]`);
+  assert.match((await row(4).textContent()) ?? '', /Run 4.*success.*Run 1$/);
+  assert.match((await row(1).textContent()) ?? '', /Run 1.*failed/);
+  assert.match((await row(1).locator('td.duration').textContent()) ?? '', /^\d+(\.\d)?s$|^\d+m \d\ds$/);
+  // The selector of the workflow view names each run's state and duration too.
+  await row(2).getByRole('link', { name: 'Run 2' }).click();
+  await page.waitForFunction(() => document.querySelector('select')?.value === '2', undefined, WAIT);
+  // The history is read after the run shown, so the options gain their details a moment later.
+  await page.locator('option[value="2"]', { hasText: /^Run 2 · success · \d/ }).waitFor({ state: 'attached', ...WAIT });
+  assert.match((await page.locator('.wf-head').textContent()) ?? '', /success in \d/);
+
+  // Paging: 51 more runs make two pages, newest first.
+  await api.createWorkflow({ id: 'many', jobs: { one: { run: 'true', labels: ['many'] } } });
+  for (let i = 0; i < 51; i++) {
+    await api.run('many');
+    const c = await until(() => api.claim('test-worker', ['many']), 'the job of a run of many');
+    assert.equal((await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  }
+  await page.goto(`${server.url}/#/workflows/many/runs`);
+  const many = page.getByRole('table', { name: 'Runs of many' });
+  await many.waitFor(WAIT);
+  assert.equal(await many.locator('tbody tr').count(), 50);
+  assert.equal(await many.locator('tbody tr').first().getAttribute('data-run'), '51');
+  await page.getByRole('link', { name: 'Older →' }).click();
+  await page.locator('tr[data-run="1"]').waitFor(WAIT);
+  assert.equal(await page.getByRole('table', { name: 'Runs of many' }).locator('tbody tr').count(), 1);
+  assert.equal(await page.getByRole('link', { name: 'Older →' }).count(), 0);
+  await page.getByRole('link', { name: '← Newer' }).click();
+  await page.locator('tr[data-run="51"]').waitFor(WAIT);
+  await screenshot(page, 'run-history');
+  assert.deepEqual(errors, []);
+});

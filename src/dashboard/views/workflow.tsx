@@ -6,8 +6,9 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { JobView, RunSummary, StatusDocument } from '../../protocol/wire.js';
 import { api, ApiError, enc, post } from '../api';
 import { openStream } from '../sse';
-import { ago, useNow } from '../format';
-import { go, workflowHref, type Route } from '../router';
+import { ago, stamp, useNow } from '../format';
+import { go, historyHref, workflowHref, type Route } from '../router';
+import { runDuration } from './history';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
 import { JobPanel } from './job-panel';
@@ -282,7 +283,14 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         <StateBadge state={runStatus} />
         <span class="muted">
           {doc.trigger && <>trigger: {doc.trigger} · </>}
-          {doc.run ? <>started {ago(doc.run.created_at_ms, now)}</> : 'never run'}
+          {doc.run ? (
+            <>
+              {doc.run.finished_at_ms !== null ? `${runStatus} in ${runDuration(doc.run, now)}` : runDuration({ ...doc.run, status: runStatus }, now)}{' '}
+              · started <span title={stamp(doc.run.created_at_ms)}>{ago(doc.run.created_at_ms, now)}</span>
+            </>
+          ) : (
+            'never run'
+          )}
           {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
           {doc.run?.inputs && Object.keys(doc.run.inputs).length > 0 && (
             <> · inputs: {Object.entries(doc.run.inputs).map(([k, v]) => `${k}=${v}`).join(', ')}</>
@@ -302,12 +310,16 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             }}
           >
             {doc.run_number === null && <option value="">never run</option>}
-            {runNumbers.map((n) => (
-              <option key={n} value={String(n)}>
-                Run {n}
-                {n === latestRun ? ' (latest)' : ''}
-              </option>
-            ))}
+            {runNumbers.map((n) => {
+              const r = runs?.find((x) => x.run_number === n);
+              return (
+                <option key={n} value={String(n)}>
+                  Run {n}
+                  {n === latestRun ? ' (latest)' : ''}
+                  {r ? ` · ${r.status} · ${runDuration(r, now)}` : ''}
+                </option>
+              );
+            })}
           </select>
         </label>
         <button type="button" disabled={busy || (running && !parallel)} onClick={() => act('run')}>
@@ -336,6 +348,9 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             </button>
           </>
         )}
+        <a class="button" href={historyHref(id)}>
+          History
+        </a>
         <a class="button" href={definition ? workflowHref(id, run, selected) : `${workflowHref(id, run)}/definition`}>
           {definition ? 'Graph' : 'Definition'}
         </a>

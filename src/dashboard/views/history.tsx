@@ -1,0 +1,96 @@
+/**
+ * A workflow's run history (`#/workflows/<id>/runs`, README "Dashboard"): every run, newest first, a
+ * page at a time from `GET /api/workflows/{id}/runs`, with its state, start, duration, job counts and
+ * the run it re-ran; each links to its graph.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { RunSummary } from '../../protocol/wire.js';
+import { api, enc } from '../api';
+import { ago, duration, stamp, useNow } from '../format';
+import { historyHref, workflowHref } from '../router';
+import { ErrorLine, JobCounts, StateBadge } from './common';
+
+const PAGE = 50;
+const POLL_MS = 5000;
+
+export function HistoryView({ id, page }: { id: string; page: number }) {
+  const [runs, setRuns] = useState<RunSummary[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const now = useNow();
+  useEffect(() => {
+    let gone = false;
+    setRuns(null);
+    // One more than a page, to know whether there is a next one. Runs change rarely: polled.
+    const load = () =>
+      api<RunSummary[]>(`/api/workflows/${enc(id)}/runs?limit=${PAGE + 1}&offset=${page * PAGE}`).then(
+        (r) => {
+          if (gone) return;
+          setRuns(r);
+          setError(null);
+        },
+        (err: unknown) => !gone && setError(err),
+      );
+    void load();
+    const t = setInterval(load, POLL_MS);
+    return () => {
+      gone = true;
+      clearInterval(t);
+    };
+  }, [id, page]);
+  const shown = runs?.slice(0, PAGE) ?? [];
+  return (
+    <section aria-labelledby="history-title">
+      <h1 id="history-title">
+        <a href={workflowHref(id)}>{id}</a>: runs
+      </h1>
+      <ErrorLine error={error} />
+      {runs === null ? (
+        !error && <p class="muted">Loading…</p>
+      ) : shown.length === 0 ? (
+        <p class="muted">{page > 0 ? 'No runs on this page.' : 'This workflow has not run yet.'}</p>
+      ) : (
+        <table class="list" aria-label={`Runs of ${id}`}>
+          <thead>
+            <tr>
+              <th>Run</th>
+              <th>Status</th>
+              <th>Started</th>
+              <th>Duration</th>
+              <th>Jobs</th>
+              <th>Re-run of</th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((r) => (
+              <tr key={r.run_number} data-run={r.run_number}>
+                <td>
+                  <a href={workflowHref(id, r.run_number)}>Run {r.run_number}</a>
+                </td>
+                <td>
+                  <StateBadge state={r.status} />
+                </td>
+                <td title={stamp(r.created_at_ms)}>{ago(r.created_at_ms, now)}</td>
+                <td class="duration">{runDuration(r, now)}</td>
+                <td>
+                  <JobCounts counts={r.job_counts} />
+                </td>
+                <td>{r.rerun_of === null ? <span class="muted">—</span> : <a href={workflowHref(id, r.rerun_of)}>Run {r.rerun_of}</a>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav class="pager" aria-label="Pages of runs">
+        {page > 0 && <a href={historyHref(id, page - 1)}>← Newer</a>}
+        {(runs?.length ?? 0) > PAGE && <a href={historyHref(id, page + 1)}>Older →</a>}
+      </nav>
+    </section>
+  );
+}
+
+/** How long the run took, or has been running ("running 12s"); a queued run has not started. */
+export function runDuration(r: { status: string; created_at_ms: number; finished_at_ms: number | null }, now: number): string {
+  if (r.status === 'queued') return 'queued';
+  if (r.finished_at_ms === null) return `running ${duration(now - r.created_at_ms)}`;
+  return duration(r.finished_at_ms - r.created_at_ms);
+}
