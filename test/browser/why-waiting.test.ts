@@ -88,3 +88,41 @@ test('a queued job says why it waits: no worker with its labels, a retry backoff
   assert.equal(await why.count(), 0);
   assert.deepEqual(errors, []);
 });
+
+test('a wide run is triaged: names cut in the middle stay apart, a state count lists those jobs, a row opens the job', async () => {
+  const jobs: Record<string, unknown> = { prepare: { run: 'true', labels: ['wide'] } };
+  for (let i = 1; i <= 60; i++) jobs[`shard-${i}`] = { name: `Integration tests shard ${i}`, needs: 'prepare', run: 'true', labels: ['wide'] };
+  await api.createWorkflow({ id: 'wide-run', jobs });
+  await api.run('wide-run');
+  for (let i = 0; i <= 60; i++) {
+    const c = await api.claim('w-wide', ['wide']);
+    assert.ok(c, `job ${i} is claimable`);
+    const body = c.job.job_id === 'shard-37' ? { error: 'assertion failed in shard 37', retryable: false } : { outputs: {} };
+    const r = await api.post(`/api/jobs/${c.lease.lease_id}/${c.job.job_id === 'shard-37' ? 'fail' : 'complete'}`, body);
+    assert.equal(r.status, 200, r.text);
+  }
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/wide-run`);
+  await page.locator('[data-job-id="shard-37"][data-state="failed"]').waitFor(WAIT);
+  // The graph cuts long names in the middle, so the shard numbers stay visible.
+  assert.match((await page.locator('[data-job-id="shard-37"] text.name').textContent()) ?? '', /^Integration.*….*shard 37$/);
+
+  // The failed count lists the failed jobs; the row opens the job.
+  await page.getByRole('button', { name: '1 failed: list them' }).click();
+  const list = page.getByRole('region', { name: 'Jobs' });
+  await list.waitFor(WAIT);
+  assert.equal(await list.locator('tbody tr').count(), 1, 'only the failed job is listed');
+  assert.match((await list.locator('tbody tr').first().textContent()) ?? '', /^Integration tests shard 37 shard-37.*failed/);
+  await list.getByRole('link', { name: 'Integration tests shard 37' }).click();
+  await page.getByRole('complementary', { name: 'Job shard-37' }).getByText('assertion failed in shard 37').waitFor(WAIT);
+
+  // All states, narrowed by name.
+  await list.getByLabel('State').selectOption('');
+  await list.getByRole('searchbox', { name: 'Filter jobs by name' }).fill('shard 1');
+  await page.getByText('11 of 61 jobs').waitFor(WAIT);
+  // And back to the graph.
+  await page.getByRole('button', { name: 'Graph', exact: true }).click();
+  await page.locator('[data-job-id="prepare"]').waitFor(WAIT);
+  await screenshot(page, 'wide-run-list');
+  assert.deepEqual(errors, []);
+});

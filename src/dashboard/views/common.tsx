@@ -21,17 +21,29 @@ export function ErrorLine({ error }: { error: unknown }) {
 /** Counts of a document's jobs by weft state, in the order a run moves through them. */
 export const STATE_ORDER = ['running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'] as const;
 
-export function JobCounts({ counts }: { counts: Record<string, number> }) {
+/** Jobs counted by state; with `onPick`, each count is a button that lists the jobs in that state. */
+export function JobCounts({ counts, onPick }: { counts: Record<string, number>; onPick?(state: string): void }) {
   const parts = STATE_ORDER.filter((s) => (counts[s] ?? 0) > 0);
   if (parts.length === 0) return <span class="muted">no jobs</span>;
   return (
     <span class="counts">
-      {parts.map((s) => (
-        <span key={s} class={`count st-${s}`} title={s}>
-          <span aria-hidden="true">{STATE_ICON[s]}</span>
-          {counts[s]} <span class="sr">{s}</span>
-        </span>
-      ))}
+      {parts.map((s) => {
+        const inner = (
+          <>
+            <span aria-hidden="true">{STATE_ICON[s]}</span>
+            {counts[s]} <span class="sr">{s}</span>
+          </>
+        );
+        return onPick ? (
+          <button key={s} type="button" class={`count st-${s}`} title={`List the ${s} jobs`} aria-label={`${counts[s]} ${s}: list them`} onClick={() => onPick(s)}>
+            {inner}
+          </button>
+        ) : (
+          <span key={s} class={`count st-${s}`} title={s}>
+            {inner}
+          </span>
+        );
+      })}
     </span>
   );
 }

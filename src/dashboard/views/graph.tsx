@@ -55,8 +55,14 @@ function layoutOf(jobs: GraphNode[]): Layout {
   return { width: gg.width ?? 0, height: gg.height ?? 0, nodes, edges };
 }
 
+/**
+ * At most `n` characters, cut in the middle: names that differ only at the end ("Integration tests
+ * shard 17") stay told apart. The whole name is the node's label and tooltip.
+ */
 function clip(s: string, n: number): string {
-  return s.length > n ? `${s.slice(0, n - 1)}…` : s;
+  if (s.length <= n) return s;
+  const head = Math.ceil((n - 1) * 0.55);
+  return `${s.slice(0, head)}…${s.slice(s.length - (n - 1 - head))}`;
 }
 
 /** The attempt's running time, after a separator; nothing (no stray separator) when it has none. */

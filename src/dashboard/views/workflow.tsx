@@ -11,6 +11,7 @@ import { go, historyHref, workflowHref, type Route } from '../router';
 import { runDuration } from './history';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
+import { JobList } from './job-list';
 import { JobPanel } from './job-panel';
 import { GroupPanel } from './group-panel';
 import { graphNodes } from '../groups';
@@ -33,6 +34,9 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const [error, setError] = useState<unknown>(null);
   const [conn, setConn] = useState<'live' | 'reconnecting' | 'polling'>('live');
   const [busy, setBusy] = useState(false);
+  // The jobs as a graph or as a list (a list narrowed to one state when a count was clicked).
+  const [asList, setAsList] = useState(false);
+  const [listState, setListState] = useState('');
   // Whether another run may start (or queue) while one is running: the workflow's `concurrency`.
   const [parallel, setParallel] = useState(false);
   const now = useNow();
@@ -296,7 +300,14 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             <> · inputs: {Object.entries(doc.run.inputs).map(([k, v]) => `${k}=${v}`).join(', ')}</>
           )}
         </span>
-        <JobCounts counts={countStates(doc.jobs)} />
+        <JobCounts
+          counts={countStates(doc.jobs)}
+          onPick={(s) => {
+            setAsList(true);
+            setListState(s);
+            if (definition) go(workflowHref(id, run, selected));
+          }}
+        />
         <span class={`conn ${conn}`}>{conn === 'live' ? '● live' : conn === 'polling' ? '● polling' : '○ reconnecting'}</span>
       </div>
       <div class="toolbar">
@@ -348,6 +359,9 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             </button>
           </>
         )}
+        <button type="button" aria-pressed={asList} onClick={() => setAsList((v) => !v)}>
+          {asList ? 'Graph' : 'List'}
+        </button>
         <a class="button" href={historyHref(id)}>
           History
         </a>
@@ -358,7 +372,13 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       <ErrorLine error={error} />
       {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
       <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
-        {definition ? <Definition id={id} /> : <Graph jobs={doc.jobs} selected={selected} onOpen={open} />}
+        {definition ? (
+          <Definition id={id} />
+        ) : asList ? (
+          <JobList jobs={doc.jobs} state={listState} onState={setListState} selected={selected} onOpen={open} />
+        ) : (
+          <Graph jobs={doc.jobs} selected={selected} onOpen={open} />
+        )}
         {job && (
           <JobPanel
             key={`${doc.run_number}:${job.id}`}
