@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 
 export type Route =
   | { view: 'workflows'; query: URLSearchParams }
-  | { view: 'workflow'; id: string; run: number | null; job: string | null; attempt: number | null; definition: boolean }
+  | { view: 'workflow'; id: string; run: number | null; job: string | null; attempt: number | null; definition: boolean; line: number | null }
   | { view: 'runs'; id: string; page: number }
   | { view: 'workers' }
   | { view: 'unknown'; path: string };
@@ -41,7 +41,9 @@ export function parseRoute(hash: string): Route {
     if (i === parts.length) {
       const a = query.get('attempt');
       const attempt = a !== null && /^\d+$/.test(a) ? Number(a) : null;
-      return { view: 'workflow', id: parts[1], run, job, attempt, definition };
+      const l = query.get('line');
+      const line = l !== null && /^[1-9]\d*$/.test(l) ? Number(l) : null;
+      return { view: 'workflow', id: parts[1], run, job, attempt, definition, line };
     }
   }
   return { view: 'unknown', path: pathPart };

@@ -29,6 +29,8 @@ export const LogsQuery = Type.Object(
     after: Type.Optional(Type.Integer({ minimum: -1 })),
     /** Paging: at most this many chunks (1..1000); the `x-weft-next-after` header names the next page. */
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LOG_PAGE })),
+    /** `json` (default): the chunks; `text`: the log itself as a plain-text download. */
+    format: Type.Optional(stringEnum(['json', 'text'] as const, { description: '`json` (default): the chunks; `text`: their text, as a file to download' })),
   },
   { additionalProperties: false },
 );

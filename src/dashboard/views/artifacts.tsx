@@ -13,7 +13,8 @@ function artifactPath(wf: string, run: number, a: ArtifactView): string {
   return `/api/workflows/${enc(wf)}/runs/${run}/artifacts/${enc(a.job_id)}/${enc(a.name)}`;
 }
 
-async function saveWithToken(path: string, filename: string): Promise<void> {
+/** Fetches `path` with the page's token and saves it as `filename` (a link cannot carry the token). */
+export async function saveDownload(path: string, filename: string): Promise<void> {
   const res = await authedFetch(path);
   if (!res.ok) throw new Error(`download failed: ${res.status} ${res.statusText}`);
   const url = URL.createObjectURL(await res.blob());
@@ -63,7 +64,7 @@ export function Artifacts({ wf, run, job, version }: { wf: string; run: number; 
               onClick={(e) => {
                 if (currentToken() === null) return;
                 e.preventDefault();
-                saveWithToken(path, filename).catch(setError);
+                saveDownload(path, filename).catch(setError);
               }}
             >
               {job ? a.name : `${a.job_id}/${a.name}`}

@@ -1,157 +1,22 @@
 /**
  * One job of the displayed run: its state, attempts, error, outputs and the outputs of its `needs`,
- * and its log. The latest run's current attempt is followed live (`…/logs/stream`); any other run or
- * attempt is read from the log history (`…/logs?run=&attempt=`).
+ * and its log (log-viewer.tsx). The latest run's current attempt is followed live (`…/logs/stream`);
+ * any other run or attempt is read from the log history (`…/logs?run=&attempt=`).
  */
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { AnsiUp } from 'ansi_up';
-import type { JobView, LogChunkView, StatusDocument, WorkerView } from '../../protocol/wire.js';
-import { api, enc, SERVER } from '../api';
-import { openStream } from '../sse';
+import { useEffect, useState } from 'preact/hooks';
+import type { JobView, StatusDocument, WorkerView } from '../../protocol/wire.js';
+import { api, SERVER } from '../api';
 import { duration, stamp, useNow } from '../format';
+import { LogViewer } from './log-viewer';
 import { go, workflowHref } from '../router';
 import { Artifacts } from './artifacts';
-import { ErrorLine, StateBadge } from './common';
+import { StateBadge } from './common';
 
-interface Line {
-  key: string;
-  stream: string;
-  html: string;
-}
-
-/** The line a `steps:` job prints before each step (README "Workflow definitions"), shown as a heading. */
-const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
-
-/**
- * OSC 8 hyperlinks (http and https only, ansi_up's default) open in a new tab that cannot reach back
- * to the dashboard (`window.opener`) and is not told where it came from. ansi_up escapes every `<` of
- * the log text, so the only `<a ` in its output are the links it made itself.
- */
-function toHtmlConverter(): (text: string) => string {
-  const au = new AnsiUp();
-  au.use_classes = true;
-  return (text) => au.ansi_to_html(text).replaceAll('<a href="', '<a rel="noopener noreferrer" target="_blank" href="');
-}
-
-/**
- * ANSI colours become spans; ansi_up escapes the text first, so a log cannot inject markup. A chunk
- * holding step lines is cut around them, each step line becoming a heading of its own.
- */
-function renderer() {
-  const per: Record<string, (text: string) => string> = {};
-  return (c: LogChunkView, key: string): Line[] => {
-    const toHtml = (per[c.stream] ??= toHtmlConverter());
-    if (c.stream !== 'stdout' || !c.data.includes('::step ')) return [{ key, stream: c.stream, html: toHtml(c.data) }];
-    const out: Line[] = [];
-    let text = '';
-    const flush = () => {
-      if (text !== '') out.push({ key: `${key}.${out.length}`, stream: c.stream, html: toHtml(text) });
-      text = '';
-    };
-    for (const line of c.data.split(/(?<=\n)/)) {
-      const m = STEP_LINE.exec(line.replace(/\n$/, ''));
-      if (!m) {
-        text += line;
-        continue;
-      }
-      flush();
-      out.push({ key: `${key}.${out.length}`, stream: 'step', html: toHtml(`step ${m[1]}: ${m[2]}\n`) });
-    }
-    flush();
-    return out;
-  };
-}
-
-function Log({ wf, job, run, attempt, live }: { wf: string; job: string; run: number; attempt: number; live: boolean }) {
-  const [lines, setLines] = useState<Line[]>([]);
-  const [note, setNote] = useState<string>('');
-  const [error, setError] = useState<unknown>(null);
-  const box = useRef<HTMLPreElement>(null);
-  const follow = useRef(true);
-
-  useEffect(() => {
-    setLines([]);
-    setError(null);
-    setNote(live ? 'connecting…' : 'loading…');
-    follow.current = true;
-    const render = renderer();
-    if (!live) {
-      let gone = false;
-      api<LogChunkView[]>(`/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}`)
-        .then((chunks) => {
-          if (gone) return;
-          setLines(chunks.flatMap((c) => render(c, `${c.attempt}:${c.sequence}`)));
-          setNote(chunks.length === 0 ? 'no output' : '');
-        })
-        .catch((err) => !gone && setError(err));
-      return () => {
-        gone = true;
-      };
-    }
-    // The attempt this log shows. The stream starts at the newest attempt that has output, which while
-    // a retry waits out its backoff is the previous one: its lines are not this attempt's.
-    let attemptNow = attempt;
-    const switchTo = (a: number) => {
-      attemptNow = a;
-      setLines([]);
-      setNote(`attempt ${a + 1} started`);
-    };
-    const stream = openStream(
-      `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs/stream`,
-      {
-        onEvent(ev) {
-          if (ev.event === 'log') {
-            const c = JSON.parse(ev.data) as LogChunkView;
-            if (c.attempt < attemptNow) return;
-            if (c.attempt > attemptNow) switchTo(c.attempt);
-            const parts = render(c, `${c.attempt}:${c.sequence}`);
-            // A resumed stream may repeat what was already shown; the key tells.
-            setLines((cur) => (cur.some((l) => l.key === parts[0]!.key) ? cur : [...cur, ...parts]));
-            setNote('');
-          } else if (ev.event === 'attempt') {
-            const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
-            if (a > attemptNow) switchTo(a);
-          } else if (ev.event === 'end') {
-            const { status } = JSON.parse(ev.data) as { status: string };
-            setNote(`ended: ${status}`);
-          }
-        },
-        onOpen: () => setNote((n) => (n === 'connecting…' || n === 'reconnecting…' ? 'waiting for output…' : n)),
-        onState: (s) => s === 'reconnecting' && setNote('reconnecting…'),
-        onMissing: () => setError(new Error('this server has no live log stream for the job')),
-      },
-      (ev) => ev.event === 'end',
-    );
-    return () => stream.close();
-  }, [wf, job, run, attempt, live]);
-
-  useLayoutEffect(() => {
-    const el = box.current;
-    if (el && follow.current) el.scrollTop = el.scrollHeight;
-  }, [lines]);
-
-  return (
-    <>
-      <ErrorLine error={error} />
-      <pre
-        ref={box}
-        class="log"
-        role="log"
-        aria-live="polite"
-        aria-label={`Log of ${job}, attempt ${attempt + 1}`}
-        tabIndex={0}
-        onScroll={(e) => {
-          const el = e.currentTarget;
-          follow.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
-        }}
-      >
-        {lines.map((l) => (
-          <span key={l.key} class={`chunk ${l.stream}`} data-stream={l.stream} dangerouslySetInnerHTML={{ __html: l.html }} />
-        ))}
-      </pre>
-      {note && <p class="muted small log-note">{note}</p>}
-    </>
-  );
+/** The command's first line, cut short: what the folded command shows. */
+function commandSummary(command: string): string {
+  const first = command.split('\n', 1)[0]!;
+  const text = first.length > 60 ? `${first.slice(0, 59)}…` : first;
+  return command.includes('\n') || first.length > 60 ? `${text} (show all)` : text;
 }
 
 /** How often a queued job's panel reads the workers again, to say why the job waits. */
@@ -235,12 +100,15 @@ export function JobPanel({
   attempt,
   latest,
   rerun,
+  line = null,
 }: {
   doc: StatusDocument;
   job: JobView;
   attempt: number | null;
   latest: boolean;
   rerun?: RerunFrom;
+  /** A line of the log to show and mark (`&line=N`). */
+  line?: number | null;
 }) {
   const run = doc.run_number;
   const now = useNow(job.state === 'running');
@@ -307,7 +175,11 @@ export function JobPanel({
         )}
         <dt>Command</dt>
         <dd>
-          <code class="command">{job.command}</code>
+          {/* Folded: a `steps:` job's command is its whole generated chain, and the log is what one reads. */}
+          <details class="command-fold">
+            <summary>{commandSummary(job.command)}</summary>
+            <code class="command">{job.command}</code>
+          </details>
         </dd>
       </dl>
       {job.state === 'queued' && <WhyWaiting job={job} />}
@@ -361,7 +233,17 @@ export function JobPanel({
       {run === null ? (
         <p class="muted">The workflow has not run yet.</p>
       ) : (
-        <Log wf={doc.id} job={job.id} run={run} attempt={shownAttempt} live={live} />
+        <LogViewer
+          wf={doc.id}
+          job={job.id}
+          run={run}
+          attempt={shownAttempt}
+          live={live}
+          state={job.state}
+          finishedAtMs={job.finished_at_ms}
+          line={line}
+          lineHref={(n) => `${workflowHref(doc.id, routeRun, job.id, shownAttempt)}&line=${n}`}
+        />
       )}
     </aside>
   );

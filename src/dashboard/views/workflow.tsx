@@ -27,7 +27,7 @@ const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 5000;
 
 export function WorkflowView({ route }: { route: WorkflowRoute }) {
-  const { id, run, job: selected, attempt, definition } = route;
+  const { id, run, job: selected, attempt, definition, line } = route;
   const [doc, setDoc] = useState<StatusDocument | null>(null);
   const [runs, setRuns] = useState<RunSummary[] | null>(null);
   const [latestRun, setLatestRun] = useState<number | null>(null);
@@ -386,6 +386,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             job={job}
             attempt={attempt}
             latest={latest}
+            line={line}
             rerun={{ start: (from) => void rerun({ from }), blocked: busy ? 'starting…' : rerunBlocked }}
           />
         )}

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
@@ -29,7 +30,8 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
         description:
           'Default: the latest run, and its newest attempt that logged anything. Paging is opt-in: `after` (a sequence) keeps the chunks ' +
           "after it, `limit` (1..1000) at most that many; a full page names the next page's `after` in `x-weft-next-after`. Without " +
-          '`limit` every chunk of the attempt comes back (at most MAX_LOG_BYTES_PER_ATTEMPT).',
+          '`limit` every chunk of the attempt comes back (at most MAX_LOG_BYTES_PER_ATTEMPT). `format=text` answers the same chunks\' ' +
+          'text instead, as a plain-text file to download (`<workflow>-<job>-run<n>-attempt<a>.log`).',
         tags: ['logs'],
         params: JobParams,
         querystring: LogsQuery,
@@ -53,6 +55,19 @@ export function logRoutes(app: FastifyInstance, engine: Engine, opts: LogRouteOp
       const { run_number, attempt, pages } = await engine.logPages(req.params.wf_id, req.params.job_id, req.query);
       if (run_number !== null) {
         void reply.header('x-weft-run', String(run_number)).header('x-weft-attempt', String(attempt));
+      }
+      if (req.query.format === 'text') {
+        // The log as a person reads it: the chunks' text in sequence order, streamed a page at a time.
+        const name = `${req.params.wf_id}-${req.params.job_id}-run${run_number ?? 0}-attempt${(attempt ?? 0) + 1}.log`;
+        const text = Readable.from(
+          (async function* () {
+            for await (const page of pages) for (const c of page) yield c.data;
+          })(),
+        );
+        return reply
+          .type('text/plain; charset=utf-8')
+          .header('content-disposition', `attachment; filename="${name.replace(/[^A-Za-z0-9_.~-]/g, '_')}"`)
+          .send(text);
       }
       if (req.query.limit === undefined) {
         // Every chunk of the attempt (up to MAX_LOG_BYTES_PER_ATTEMPT), written a page at a time.

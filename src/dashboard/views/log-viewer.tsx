@@ -1,0 +1,327 @@
+/**
+ * A job attempt's log (README "Dashboard"): numbered lines, each with its own URL (`&line=N`), search
+ * with a match count, timestamps on demand, steps of a `steps:` job as headings that fold, each with
+ * its state and time, a raw download (`…/logs?format=text`), and, for the latest run's current
+ * attempt, the live tail (`…/logs/stream`) with a Follow switch and a cue when new lines arrive below.
+ */
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { AnsiUp } from 'ansi_up';
+import type { JobState } from '../../domain/model.js';
+import type { LogChunkView } from '../../protocol/wire.js';
+import { api, enc } from '../api';
+import { openStream } from '../sse';
+import { duration, useNow } from '../format';
+import { saveDownload } from './artifacts';
+import { ErrorLine, StateBadge } from './common';
+
+/** One line of the log: its text (for search), its HTML (ANSI colours as spans), where it came from. */
+interface LogLine {
+  key: string;
+  stream: string;
+  html: string;
+  text: string;
+  timestamp_ms: number;
+  /** The step it belongs to (index into `steps`), or -1 before the first step. */
+  step: number;
+  /** This line is the heading of step `step`. */
+  heading: boolean;
+}
+
+interface Step {
+  label: string;
+  title: string;
+  startMs: number;
+}
+
+/** The line a `steps:` job prints before each step (README "Workflow definitions"). */
+const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
+
+/**
+ * OSC 8 hyperlinks (http and https only, ansi_up's default) open in a new tab that cannot reach back
+ * to the dashboard (`window.opener`) and is not told where it came from. ansi_up escapes every `<` of
+ * the log text, so the only `<a ` in its output are the links it made itself.
+ */
+function toHtmlConverter(): (text: string) => string {
+  const au = new AnsiUp();
+  au.use_classes = true;
+  return (text) => au.ansi_to_html(text).replaceAll('<a href="', '<a rel="noopener noreferrer" target="_blank" href="');
+}
+
+const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)/g;
+
+/** Splits chunks into lines, ANSI state kept per stream, `::step` lines turned into step headings. */
+function lineSplitter() {
+  const per: Record<string, (text: string) => string> = {};
+  const steps: Step[] = [];
+  return {
+    steps,
+    split(c: LogChunkView): LogLine[] {
+      const toHtml = (per[c.stream] ??= toHtmlConverter());
+      const out: LogLine[] = [];
+      const parts = c.data.split('\n');
+      // A chunk ending in a newline leaves an empty last part, which is no line.
+      if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
+      parts.forEach((raw, i) => {
+        const key = `${c.attempt}:${c.sequence}.${i}`;
+        const m = c.stream === 'stdout' ? STEP_LINE.exec(raw) : null;
+        if (m) {
+          steps.push({ label: m[1]!, title: m[2]!, startMs: c.timestamp_ms });
+          const text = `step ${m[1]}: ${m[2]}`;
+          out.push({ key, stream: 'step', html: toHtml(text), text, timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: true });
+          return;
+        }
+        out.push({ key, stream: c.stream, html: toHtml(raw), text: raw.replace(ANSI, ''), timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: false });
+      });
+      return out;
+    },
+  };
+}
+
+function clock(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number, w = 2) => String(n).padStart(w, '0');
+  return `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}.${p(d.getMilliseconds(), 3)}`;
+}
+
+export interface LogViewerProps {
+  wf: string;
+  job: string;
+  run: number;
+  attempt: number;
+  /** Follow the live tail (the latest run's current attempt). */
+  live: boolean;
+  /** The job's state and end, for the state and time of its last step. */
+  state: JobState;
+  finishedAtMs: number | null;
+  /** A line to show and mark (from the address, `&line=N`). */
+  line: number | null;
+  /** The address of line N of this log. */
+  lineHref(n: number): string;
+}
+
+export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, line, lineHref }: LogViewerProps) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [steps, setSteps] = useState<Step[]>([]);
+  const [note, setNote] = useState<string>('');
+  const [error, setError] = useState<unknown>(null);
+  const [query, setQuery] = useState('');
+  const [current, setCurrent] = useState(0);
+  const [times, setTimes] = useState(false);
+  const [follow, setFollow] = useState(true);
+  const [unseen, setUnseen] = useState(false);
+  const [folded, setFolded] = useState<ReadonlySet<number>>(new Set());
+  const box = useRef<HTMLDivElement>(null);
+  const followRef = useRef(true);
+  followRef.current = follow;
+  const now = useNow(live && state === 'running');
+
+  useEffect(() => {
+    setLines([]);
+    setSteps([]);
+    setError(null);
+    setFolded(new Set());
+    setNote(live ? 'connecting…' : 'loading…');
+    setFollow(true);
+    setUnseen(false);
+    const splitter = lineSplitter();
+    const add = (more: LogLine[]) => {
+      if (more.length === 0) return;
+      setLines((cur) => (cur.some((l) => l.key === more[0]!.key) ? cur : [...cur, ...more]));
+      setSteps([...splitter.steps]);
+      if (!followRef.current) setUnseen(true);
+    };
+    if (!live) {
+      let gone = false;
+      api<LogChunkView[]>(`/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}`)
+        .then((chunks) => {
+          if (gone) return;
+          add(chunks.flatMap((c) => splitter.split(c)));
+          setNote(chunks.length === 0 ? 'no output' : '');
+        })
+        .catch((err) => !gone && setError(err));
+      return () => {
+        gone = true;
+      };
+    }
+    // The attempt this log shows. The stream starts at the newest attempt that has output, which while
+    // a retry waits out its backoff is the previous one: its lines are not this attempt's.
+    let attemptNow = attempt;
+    const switchTo = (a: number) => {
+      attemptNow = a;
+      setLines([]);
+      setSteps([]);
+      splitter.steps.length = 0;
+      setNote(`attempt ${a + 1} started`);
+    };
+    const stream = openStream(
+      `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs/stream`,
+      {
+        onEvent(ev) {
+          if (ev.event === 'log') {
+            const c = JSON.parse(ev.data) as LogChunkView;
+            if (c.attempt < attemptNow) return;
+            if (c.attempt > attemptNow) switchTo(c.attempt);
+            add(splitter.split(c));
+            setNote('');
+          } else if (ev.event === 'attempt') {
+            const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
+            if (a > attemptNow) switchTo(a);
+          } else if (ev.event === 'end') {
+            const { status } = JSON.parse(ev.data) as { status: string };
+            setNote(`ended: ${status}`);
+          }
+        },
+        onOpen: () => setNote((n) => (n === 'connecting…' || n === 'reconnecting…' ? 'waiting for output…' : n)),
+        onState: (s) => s === 'reconnecting' && setNote('reconnecting…'),
+        onMissing: () => setError(new Error('this server has no live log stream for the job')),
+      },
+      (ev) => ev.event === 'end',
+    );
+    return () => stream.close();
+  }, [wf, job, run, attempt, live]);
+
+  // Search: the lines holding the text, case aside; `current` walks them.
+  const matches = useMemo(() => {
+    const q = query.trim().toLowerCase();
+    if (q === '') return [];
+    const out: number[] = [];
+    lines.forEach((l, i) => l.text.toLowerCase().includes(q) && out.push(i));
+    return out;
+  }, [lines, query]);
+  useEffect(() => setCurrent(0), [query]);
+  const target = matches.length > 0 ? matches[Math.min(current, matches.length - 1)]! : line !== null ? line - 1 : null;
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    if (target !== null && (matches.length > 0 || line !== null)) {
+      el.querySelector(`[data-line="${target + 1}"]`)?.scrollIntoView({ block: 'center' });
+    } else if (follow) {
+      el.scrollTop = el.scrollHeight;
+    }
+  }, [lines, target, follow]);
+
+  const toggleStep = (i: number) =>
+    setFolded((cur) => {
+      const next = new Set(cur);
+      if (next.has(i)) next.delete(i);
+      else next.add(i);
+      return next;
+    });
+
+  /** A step's state and time: the job's for the last step, success for those it went past. */
+  const stepInfo = (i: number): { state: JobState; ms: number | null } => {
+    const s = steps[i]!;
+    if (i < steps.length - 1) return { state: 'success', ms: steps[i + 1]!.startMs - s.startMs };
+    const end = finishedAtMs ?? (state === 'running' ? now : null);
+    return { state, ms: end === null ? null : end - s.startMs };
+  };
+
+  const path = `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}&format=text`;
+  const searching = matches.length > 0;
+  return (
+    <>
+      <ErrorLine error={error} />
+      <div class="log-tools" role="toolbar" aria-label="Log tools">
+        <input
+          type="search"
+          placeholder="Search the log"
+          aria-label="Search the log"
+          value={query}
+          onInput={(e) => setQuery(e.currentTarget.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter' && matches.length > 0) setCurrent((c) => (e.shiftKey ? (c - 1 + matches.length) % matches.length : (c + 1) % matches.length));
+          }}
+        />
+        {query.trim() !== '' && (
+          <span class="muted small" aria-live="polite">
+            {matches.length === 0 ? 'no match' : `${Math.min(current, matches.length - 1) + 1} of ${matches.length}`}
+          </span>
+        )}
+        <button type="button" aria-label="Previous match" disabled={!searching} onClick={() => setCurrent((c) => (c - 1 + matches.length) % matches.length)}>
+          ↑
+        </button>
+        <button type="button" aria-label="Next match" disabled={!searching} onClick={() => setCurrent((c) => (c + 1) % matches.length)}>
+          ↓
+        </button>
+        <label>
+          <input type="checkbox" checked={times} onChange={(e) => setTimes(e.currentTarget.checked)} /> Timestamps
+        </label>
+        {live && (
+          <label>
+            <input
+              type="checkbox"
+              checked={follow}
+              onChange={(e) => {
+                setFollow(e.currentTarget.checked);
+                if (e.currentTarget.checked) setUnseen(false);
+              }}
+            />{' '}
+            Follow
+          </label>
+        )}
+        <button type="button" onClick={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}>
+          Download
+        </button>
+      </div>
+      <div
+        ref={box}
+        class={`log${times ? ' with-times' : ''}`}
+        role="log"
+        aria-live="polite"
+        aria-label={`Log of ${job}, attempt ${attempt + 1}`}
+        tabIndex={0}
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          const atEnd = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+          if (atEnd !== followRef.current && live) {
+            setFollow(atEnd);
+            if (atEnd) setUnseen(false);
+          }
+        }}
+      >
+        {lines.map((l, i) => {
+          if (l.heading) {
+            const info = stepInfo(l.step);
+            const open = !folded.has(l.step);
+            return (
+              <div key={l.key} class="log-line chunk step" data-stream="step" data-line={i + 1}>
+                <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
+                  {i + 1}
+                </a>
+                <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
+                  {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: l.html }} />
+                </button>{' '}
+                <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
+              </div>
+            );
+          }
+          if (l.step >= 0 && folded.has(l.step)) return null;
+          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${searching && matches.includes(i) ? ' match' : ''}`;
+          return (
+            <div key={l.key} class={cls} data-stream={l.stream} data-line={i + 1}>
+              <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
+                {i + 1}
+              </a>
+              {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
+              <span class="text" dangerouslySetInnerHTML={{ __html: l.html }} />
+            </div>
+          );
+        })}
+      </div>
+      {unseen && live && (
+        <button
+          type="button"
+          class="new-lines"
+          onClick={() => {
+            setFollow(true);
+            setUnseen(false);
+          }}
+        >
+          New lines below ↓
+        </button>
+      )}
+      {note && <p class="muted small log-note">{note}</p>}
+    </>
+  );
+}
