@@ -124,9 +124,18 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     setFollow(true);
     setUnseen(false);
     const splitter = lineSplitter();
-    const add = (more: LogLine[]) => {
+    // A resumed stream may repeat what was already shown; the keys tell (a set: a long log is not scanned per chunk).
+    const seen = new Set<string>();
+    const add = (chunks: LogChunkView[]) => {
+      const fresh = chunks.filter((c) => {
+        const key = `${c.attempt}:${c.sequence}`;
+        if (seen.has(key)) return false;
+        seen.add(key);
+        return true;
+      });
+      const more = fresh.flatMap((c) => splitter.split(c));
       if (more.length === 0) return;
-      setLines((cur) => (cur.some((l) => l.key === more[0]!.key) ? cur : [...cur, ...more]));
+      setLines((cur) => [...cur, ...more]);
       setSteps([...splitter.steps]);
       if (!followRef.current) setUnseen(true);
     };
@@ -135,7 +144,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
       api<LogChunkView[]>(`/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}`)
         .then((chunks) => {
           if (gone) return;
-          add(chunks.flatMap((c) => splitter.split(c)));
+          add(chunks);
           setNote(chunks.length === 0 ? 'no output' : '');
         })
         .catch((err) => !gone && setError(err));
@@ -148,6 +157,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     let attemptNow = attempt;
     const switchTo = (a: number) => {
       attemptNow = a;
+      seen.clear();
       setLines([]);
       setSteps([]);
       splitter.steps.length = 0;
@@ -161,7 +171,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
             const c = JSON.parse(ev.data) as LogChunkView;
             if (c.attempt < attemptNow) return;
             if (c.attempt > attemptNow) switchTo(c.attempt);
-            add(splitter.split(c));
+            add([c]);
             setNote('');
           } else if (ev.event === 'attempt') {
             const a = (JSON.parse(ev.data) as { attempt: number }).attempt;
