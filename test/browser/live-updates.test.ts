@@ -203,3 +203,23 @@ test('a page opened while the API is unreachable says so, and recovers by itself
     await page.context().close();
   }
 });
+
+test('on a phone the workflows list fits the screen with Run on it, and a job panel goes under the graph instead of squeezing it', async () => {
+  const { page, errors } = await newPage(390, 844);
+  await page.goto(`${server.url}/#/`);
+  await page.locator('a[href="#/workflows/wide"]').waitFor(WAIT);
+  const sizes = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(sizes[0]! <= sizes[1]!, `the list is ${sizes[0]} px wide on a ${sizes[1]} px screen`);
+  const run = page.locator('tr', { has: page.locator('a[href="#/workflows/wide"]') }).getByRole('button', { name: 'Run', exact: true });
+  const box = (await run.boundingBox())!;
+  assert.ok(box.x >= 0 && box.x + box.width <= 390, `Run is on the screen (x ${box.x}, width ${box.width})`);
+
+  await page.goto(`${server.url}/#/workflows/wide/jobs/build`);
+  await page.getByRole('complementary', { name: 'Job build' }).waitFor(WAIT);
+  const graph = (await page.locator('.graph-canvas').boundingBox())!;
+  assert.ok(graph.width >= 330, `the graph keeps the screen's width (${graph.width} px)`);
+  const panel = (await page.getByRole('complementary', { name: 'Job build' }).boundingBox())!;
+  assert.ok(panel.y >= graph.y + graph.height - 1, 'the panel is under the graph');
+  await screenshot(page, 'phone-job');
+  assert.deepEqual(errors, []);
+});

@@ -187,10 +187,10 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
             <tr>
               <th>Workflow</th>
               <th>Status</th>
-              <th>Latest run</th>
-              <th>Trigger</th>
-              <th>Jobs</th>
-              <th>Last change</th>
+              <th class="wide-only">Latest run</th>
+              <th class="wide-only">Trigger</th>
+              <th class="wide-only">Jobs</th>
+              <th class="wide-only">Last change</th>
               <th>
                 <span class="sr">Actions</span>
               </th>
@@ -206,12 +206,12 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
                 <td>
                   <StateBadge state={w.status} />
                 </td>
-                <td>{w.run_number ? <a href={workflowHref(w.id, w.run_number)}>Run {w.run_number}</a> : <span class="muted">never run</span>}</td>
-                <td>{w.trigger || <span class="muted">—</span>}</td>
-                <td>
+                <td class="wide-only">{w.run_number ? <a href={workflowHref(w.id, w.run_number)}>Run {w.run_number}</a> : <span class="muted">never run</span>}</td>
+                <td class="wide-only">{w.trigger || <span class="muted">—</span>}</td>
+                <td class="wide-only">
                   <JobCounts counts={jobCounts(w)} />
                 </td>
-                <td>{ago(lastChange(w), now)}</td>
+                <td class="wide-only">{ago(lastChange(w), now)}</td>
                 <td class="actions">
                   <button type="button" disabled={w.status === 'running'} onClick={() => act(w.id, 'run')}>
                     Run
