@@ -203,7 +203,7 @@ test('the list links each workflow; its graph turns live to success after Run; a
   assert.match(yaml, /^name: Pipeline$/m);
   assert.match(yaml, /^ {2}join:\n {4}needs:\n {6}- left\n {6}- right\n {4}run: echo joined$/m);
   await screenshot(page, 'workflow-definition');
-  await page.getByRole('link', { name: 'Graph', exact: true }).click();
+  await page.getByRole('button', { name: 'Graph', exact: true }).click();
   await page.locator(node('join')).waitFor(WAIT);
 
   // A second run; the first stays reachable through the run selector.

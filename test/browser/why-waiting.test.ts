@@ -126,3 +126,45 @@ test('a wide run is triaged: names cut in the middle stay apart, a state count l
   await screenshot(page, 'wide-run-list');
   assert.deepEqual(errors, []);
 });
+
+test('the timeline shows each job queued and running on one axis, by need level, with the critical path marked', async () => {
+  // a → (slow, fast) → join: slow finishes after fast, so the path that decided the run is a, slow, join.
+  await api.createWorkflow({
+    id: 'timed',
+    jobs: {
+      a: { run: 'true', labels: ['timed'] },
+      slow: { needs: 'a', run: 'true', labels: ['timed'] },
+      fast: { needs: 'a', run: 'true', labels: ['timed'] },
+      join: { needs: ['slow', 'fast'], run: 'true', labels: ['timed'] },
+    },
+  });
+  await api.run('timed');
+  const take = async (id: string) => {
+    const c = await api.claim('w-timed', ['timed']);
+    assert.equal(c?.job.job_id, id);
+    return c!.lease.lease_id;
+  };
+  const done = async (lease: string) => assert.equal((await api.post(`/api/jobs/${lease}/complete`, { outputs: {} })).status, 200);
+  await done(await take('a'));
+  const slow = await take('slow');
+  await done(await take('fast'));
+  await done(slow);
+  await done(await take('join'));
+
+  const { page, errors } = await newPage();
+  await page.goto(`${server.url}/#/workflows/timed`);
+  await page.locator('[data-job-id="join"][data-state="success"]').waitFor(WAIT);
+  await page.getByRole('button', { name: 'Timeline', exact: true }).click();
+  const timeline = page.getByRole('region', { name: 'Timeline' });
+  await timeline.waitFor(WAIT);
+  const rows = timeline.locator('[data-timeline-job]');
+  assert.equal(await rows.count(), 4);
+  // By need level: a, then slow and fast (in the order they started), then join.
+  assert.deepEqual(await rows.evaluateAll((els: any[]) => els.map((e) => `${e.dataset.timelineJob}@${e.dataset.level}`)), ['a@0', 'slow@1', 'fast@1', 'join@2']);
+  assert.deepEqual(await timeline.locator('[data-critical="true"]').evaluateAll((els: any[]) => els.map((e) => e.dataset.timelineJob)), ['a', 'slow', 'join']);
+  // Every job has its run bar; the bars follow one another on the axis.
+  const left = async (job: string) => Number.parseFloat((await timeline.locator(`[data-timeline-job="${job}"] .bar.run`).getAttribute('style'))!.match(/left: ([\d.]+)%/)![1]!);
+  assert.ok((await left('a')) <= (await left('slow')) && (await left('slow')) <= (await left('join')), 'a, then slow, then join');
+  await screenshot(page, 'timeline');
+  assert.deepEqual(errors, []);
+});

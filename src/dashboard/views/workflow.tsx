@@ -12,6 +12,7 @@ import { runDuration } from './history';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 import { Graph } from './graph';
 import { JobList } from './job-list';
+import { Timeline } from './timeline';
 import { JobPanel } from './job-panel';
 import { GroupPanel } from './group-panel';
 import { graphNodes } from '../groups';
@@ -34,8 +35,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const [error, setError] = useState<unknown>(null);
   const [conn, setConn] = useState<'live' | 'reconnecting' | 'polling'>('live');
   const [busy, setBusy] = useState(false);
-  // The jobs as a graph or as a list (a list narrowed to one state when a count was clicked).
-  const [asList, setAsList] = useState(false);
+  // The jobs as a graph, a list (narrowed to one state when a count was clicked) or a timeline.
+  const [mode, setMode] = useState<'graph' | 'list' | 'timeline'>('graph');
   const [listState, setListState] = useState('');
   // Whether another run may start (or queue) while one is running: the workflow's `concurrency`.
   const [parallel, setParallel] = useState(false);
@@ -303,7 +304,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         <JobCounts
           counts={countStates(doc.jobs)}
           onPick={(s) => {
-            setAsList(true);
+            setMode('list');
             setListState(s);
             if (definition) go(workflowHref(id, run, selected));
           }}
@@ -359,14 +360,26 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             </button>
           </>
         )}
-        <button type="button" aria-pressed={asList} onClick={() => setAsList((v) => !v)}>
-          {asList ? 'Graph' : 'List'}
-        </button>
+        <span class="modes" role="group" aria-label="Show the jobs as">
+          {(['graph', 'list', 'timeline'] as const).map((m) => (
+            <button
+              key={m}
+              type="button"
+              aria-pressed={mode === m && !definition}
+              onClick={() => {
+                setMode(m);
+                if (definition) go(workflowHref(id, run, selected));
+              }}
+            >
+              {m === 'graph' ? 'Graph' : m === 'list' ? 'List' : 'Timeline'}
+            </button>
+          ))}
+        </span>
         <a class="button" href={historyHref(id)}>
           History
         </a>
-        <a class="button" href={definition ? workflowHref(id, run, selected) : `${workflowHref(id, run)}/definition`}>
-          {definition ? 'Graph' : 'Definition'}
+        <a class="button" href={`${workflowHref(id, run)}/definition`} aria-current={definition ? 'page' : undefined}>
+          Definition
         </a>
       </div>
       <ErrorLine error={error} />
@@ -374,8 +387,10 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
         {definition ? (
           <Definition id={id} />
-        ) : asList ? (
+        ) : mode === 'list' ? (
           <JobList jobs={doc.jobs} state={listState} onState={setListState} selected={selected} onOpen={open} />
+        ) : mode === 'timeline' ? (
+          <Timeline jobs={doc.jobs} />
         ) : (
           <Graph jobs={doc.jobs} selected={selected} onOpen={open} />
         )}
