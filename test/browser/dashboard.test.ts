@@ -171,6 +171,8 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.keyboard.press('Enter');
   const log = page.getByRole('log');
   await log.waitFor(WAIT);
+  // The keyboard's focus moved to the panel it opened.
+  await page.waitForFunction(() => document.activeElement?.closest('[aria-label="Job talk"]') !== null, undefined, WAIT);
   // The first lines are shown while the job still runs: the log is live, not read at the end.
   await page.waitForFunction(
     () => document.querySelector('[role=log]')?.textContent?.includes('line 2') && document.querySelector('[data-job-id=talk]')?.getAttribute('data-state') === 'running',

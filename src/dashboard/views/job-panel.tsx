@@ -3,7 +3,7 @@
  * and its log (log-viewer.tsx). The latest run's current attempt is followed live (`…/logs/stream`);
  * any other run or attempt is read from the log history (`…/logs?run=&attempt=`).
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { JobView, StatusDocument, WorkerView } from '../../protocol/wire.js';
 import { api, SERVER } from '../api';
 import { duration, stamp, useNow } from '../format';
@@ -118,10 +118,15 @@ export function JobPanel({
   const byId = new Map(doc.jobs.map((j) => [j.id, j]));
   const routeRun = latest ? null : run;
   const elapsed = job.state === 'running' && job.started_at_ms != null ? now - job.started_at_ms : job.duration_ms;
+  // Opening a job moves the keyboard's focus to it, not a Tab per graph node away.
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus({ preventScroll: true }), [job.id]);
   return (
     <aside class="panel" aria-label={`Job ${job.id}`}>
       <div class="panel-head">
-        <h2>{job.name}</h2>
+        <h2 tabIndex={-1} ref={heading}>
+          {job.name}
+        </h2>
         <a class="close" href={workflowHref(doc.id, routeRun)} aria-label="Close job panel">
           ×
         </a>
