@@ -154,6 +154,22 @@ test('the timeline shows each job queued and running on one axis, by need level,
   const { page, errors } = await newPage();
   await page.goto(`${server.url}/#/workflows/timed`);
   await page.locator('[data-job-id="join"][data-state="success"]').waitFor(WAIT);
+  // Arrow keys walk the graph: right to the next stage, up and down within one, left back.
+  const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('data-job-id'));
+  await page.locator('[data-job-id="a"]').focus();
+  await page.keyboard.press('ArrowRight');
+  const middle = await focused();
+  assert.ok(middle === 'slow' || middle === 'fast', `ArrowRight from a goes to the next stage (got ${middle})`);
+  const [upper, lower] = (await page.locator('[data-job-id="slow"]').boundingBox())!.y < (await page.locator('[data-job-id="fast"]').boundingBox())!.y ? ['slow', 'fast'] : ['fast', 'slow'];
+  await page.locator(`[data-job-id="${upper}"]`).focus();
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await focused(), lower, 'down moves within the stage');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(await focused(), upper, 'up moves back');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await focused(), 'join');
+  await page.keyboard.press('ArrowLeft');
+  assert.ok(['slow', 'fast'].includes((await focused()) ?? ''), 'ArrowLeft goes back a stage');
   await page.getByRole('button', { name: 'Timeline', exact: true }).click();
   const timeline = page.getByRole('region', { name: 'Timeline' });
   await timeline.waitFor(WAIT);

@@ -79,6 +79,8 @@ interface NodeProps {
   y: number;
   selected: boolean;
   onOpen(id: string): void;
+  /** An arrow key on this node: focus the nearest node that way. */
+  onArrow(id: string, key: string): void;
 }
 
 /** Whether two renderings of a node show the same thing: its job entry (replaced whole by every change), or each of its instances'. */
@@ -95,7 +97,7 @@ class Node extends Component<NodeProps> {
     const p = this.props;
     return !sameNode(next.node, p.node) || next.selected !== p.selected || next.x !== p.x || next.y !== p.y;
   }
-  override render({ node, x, y, selected, onOpen }: NodeProps) {
+  override render({ node, x, y, selected, onOpen, onArrow }: NodeProps) {
     const { job, group } = node;
     const label = group
       ? `${node.name}: ${group.done} of ${group.instances.length} instances done, ${node.state}`
@@ -116,6 +118,9 @@ class Node extends Component<NodeProps> {
           if (e.key === 'Enter' || e.key === ' ') {
             e.preventDefault();
             onOpen(node.id);
+          } else if (e.key.startsWith('Arrow')) {
+            e.preventDefault();
+            onArrow(node.id, e.key);
           }
         }}
       >
@@ -205,6 +210,34 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
     apply();
   };
 
+  // Arrow keys walk the graph: left and right to the nearest node of the previous or next stage, up
+  // and down within a stage. Nodes keep their first callback, so this reads the layout through a ref.
+  const layoutRef = useRef(layout);
+  layoutRef.current = layout;
+  const arrow = useMemo(
+    () => (from: string, key: string) => {
+      const nodes = layoutRef.current.nodes;
+      const a = nodes.get(from);
+      if (!a) return;
+      let best: string | null = null;
+      let bestCost = Infinity;
+      for (const [id, b] of nodes) {
+        if (id === from) continue;
+        const dx = b.x - a.x;
+        const dy = b.y - a.y;
+        const ahead = key === 'ArrowRight' ? dx > 1 : key === 'ArrowLeft' ? dx < -1 : key === 'ArrowDown' ? dy > 1 && Math.abs(dx) < 1 : dy < -1 && Math.abs(dx) < 1;
+        if (!ahead) continue;
+        const cost = key === 'ArrowRight' || key === 'ArrowLeft' ? Math.abs(dx) + 2 * Math.abs(dy) : Math.abs(dy);
+        if (cost < bestCost) {
+          bestCost = cost;
+          best = id;
+        }
+      }
+      if (best !== null) (svg.current?.querySelector(`[data-job-id="${CSS.escape(best)}"]`) as SVGElement | null)?.focus();
+    },
+    [],
+  );
+
   useLayoutEffect(fit, [layout]);
   // The job panel opening or the window resizing changes the room the graph has: fit it again.
   useEffect(() => {
@@ -283,7 +316,7 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
             const p = layout.nodes.get(n.id) ?? { x: 0, y: 0 };
             // A selected instance lights up the node of its group.
             const on = n.id === selected || (n.group !== undefined && n.group.instances.some((i) => i.id === selected));
-            return <Node key={n.id} node={n} x={p.x} y={p.y} selected={on} onOpen={onOpen} />;
+            return <Node key={n.id} node={n} x={p.x} y={p.y} selected={on} onOpen={onOpen} onArrow={arrow} />;
           })}
         </g>
       </svg>
