@@ -333,6 +333,11 @@ test('a 500-job workflow is laid out and drawn whole, every node in the page', a
   const layoutMs = await page.evaluate<number>(`globalThis.weftLayoutMs`);
   console.log(`dashboard: a 500-job workflow rendered in ${ms.toFixed(0)} ms (dagre layout ${layoutMs.toFixed(0)} ms of it)`);
   assert.equal(await page.locator('[data-job-id]').count(), 500);
+  // It opens at a size one can read (its first stages), not shrunk to fit; Fit shows it all.
+  const scale = () => page.evaluate<number>(`Number(/scale\\(([\\d.]+)\\)/.exec(document.querySelector('.graph-canvas > g').getAttribute('transform'))[1])`);
+  assert.ok((await scale()) >= 0.45, `the first view is readable (scale ${await scale()})`);
+  await page.getByRole('button', { name: 'Fit', exact: true }).click();
+  assert.ok((await scale()) < 0.45, `Fit shows the whole graph (scale ${await scale()})`);
   // Panning redraws nothing but one transform: a frame after a zoom comes quickly.
   const zoomMs = await page.evaluate<number>(`new Promise((resolve) => {
     const t0 = performance.now();

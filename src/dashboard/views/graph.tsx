@@ -13,6 +13,9 @@ import { graphNodes, type GraphNode } from '../groups';
 import { STATE_ORDER } from './common';
 
 const NODE_W = 190;
+/** Below this scale a node's text cannot be read: a graph that only fits smaller opens at START_SCALE. */
+const READABLE_SCALE = 0.45;
+const START_SCALE = 0.8;
 const NODE_H = 64;
 
 interface Layout {
@@ -238,13 +241,29 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
     [],
   );
 
-  useLayoutEffect(fit, [layout]);
-  // The job panel opening or the window resizing changes the room the graph has: fit it again.
+  /**
+   * The first view: the whole graph when it fits at a size one can read; otherwise its start (the
+   * first stages, top left) at a readable size, the rest a pan or Fit away, rather than a strip of
+   * unreadable boxes.
+   */
+  const fitsReadably = () => {
+    const el = svg.current;
+    return el !== null && Math.min(1.2, el.clientWidth / Math.max(layout.width, 1), el.clientHeight / Math.max(layout.height, 1)) >= READABLE_SCALE;
+  };
+  const firstView = () => {
+    if (!svg.current) return;
+    if (fitsReadably()) return fit();
+    view.current = { k: START_SCALE, x: 10, y: 10 };
+    apply();
+  };
+  useLayoutEffect(firstView, [layout]);
+  // The job panel opening or the window resizing changes the room the graph has: fit it again, when
+  // it still fits readably (a large graph keeps the place the reader panned to).
   useEffect(() => {
     const el = svg.current;
     if (!el) return;
     let first = true;
-    const ro = new ResizeObserver(() => (first ? (first = false) : fit()));
+    const ro = new ResizeObserver(() => (first ? (first = false) : fitsReadably() && fit()));
     ro.observe(el);
     return () => ro.disconnect();
   }, [layout]);
