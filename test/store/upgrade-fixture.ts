@@ -42,6 +42,7 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     item: _it,
     item_index: _ii,
     artifact_spec: _a,
+    priority: _p,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

@@ -4,6 +4,15 @@
  */
 export const CLAIM_QUERIES = {
   /**
+   * The claim's candidates of one label key when no instance of a capped group is queued (the common
+   * case): a plain ordered range read of jobs_claim. ? label_key, ? now_ms, ? limit
+   */
+  plainClaimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel, NULL AS group_key, 0 AS group_running FROM jobs
+    WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
+    ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
+  /** Whether any instance of a capped group is queued, through the partial index jobs_claim_capped. */
+  cappedQueued: `SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_claim_capped WHERE status = 'queued' AND max_parallel IS NOT NULL) AS any`,
+  /**
    * The claim's candidates of one label key: an ordered range read of the covering partial index
    * jobs_claim. ? label_key, ? now_ms, ? limit
    */

@@ -18,7 +18,10 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
   const max = Math.min(req.max, req.lease_ids.length);
   if (max <= 0 || req.label_keys.length === 0) return [];
   const candidates: Candidate[] = [];
-  const read = c.q('claimCandidates');
+  // Counting a capped group's running instances costs every candidate read; most claims find no
+  // capped instance queued, and read plainly (Conn.cappedQueued).
+  c.cappedQueued ??= (c.q('cappedQueued').get() as { any: number }).any === 1;
+  const read = c.q(c.cappedQueued ? 'claimCandidates' : 'plainClaimCandidates');
   for (const key of new Set(req.label_keys)) {
     for (const r of read.all(key, now, max) as Candidate[]) candidates.push(r);
   }

@@ -66,9 +66,19 @@ export function openConnection(file: string, opts: SqliteStoreOptions): Database
 export class Conn {
   private readonly stmts = new Map<QueryName, Statement>();
 
+  /**
+   * Whether an instance of a capped matrix group may be queued, as last found in this transaction;
+   * null: not known. Lets a claim skip reading capped instances (claim.ts) when none are queued, the
+   * common case, instead of paying for that read on every claim (docs/performance.md). Forgotten at
+   * every transaction's start and after an operation rolled back (group-commit.ts, whose transactions
+   * also see other processes' writes), and whenever a statement that may queue a job is used.
+   */
+  cappedQueued: boolean | null = null;
+
   constructor(readonly db: Database.Database) {}
 
   q(name: QueryName): Statement {
+    if (MAY_QUEUE.has(name)) this.cappedQueued = null;
     let s = this.stmts.get(name);
     if (!s) {
       s = this.db.prepare(QUERIES[name]);
@@ -77,3 +87,6 @@ export class Conn {
     return s;
   }
 }
+
+/** The statements that can make a job `queued` (insert one queued, or move one to `queued`). */
+const MAY_QUEUE: ReadonlySet<QueryName> = new Set<QueryName>(['insertJob', 'enqueueReady', 'requeueJob', 'unclaimJob', 'applyDecision', 'endFanOut']);

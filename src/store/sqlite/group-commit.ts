@@ -29,6 +29,8 @@ export function timedBatch(db: Database.Database, conn: Conn, calls: readonly Wr
  */
 export function runBatch(db: Database.Database, conn: Conn, calls: readonly WriteCall[]): CallAnswer[] {
   const stmt = statements(db);
+  // What the connection knew of the last transaction may be stale in this one (Conn.cappedQueued).
+  conn.cappedQueued = null;
   try {
     stmt.begin.run();
   } catch (err) {
@@ -49,6 +51,7 @@ export function runBatch(db: Database.Database, conn: Conn, calls: readonly Writ
     } catch (err) {
       stmt.rollbackTo.run();
       stmt.release.run();
+      conn.cappedQueued = null;
       results.push(failure(call.id, err));
     }
   }

@@ -285,10 +285,13 @@ CREATE TABLE artifact_chunks (
     name: 'priorities: jobs.priority, and the claim index ordered by it',
     // README "Priorities": a claim takes the highest priority first, oldest first within one, so
     // jobs_claim leads with the priority (descending) and stays one ordered range read per label key.
+    // jobs_claim_capped holds only queued instances of capped groups, so that a claim learns in one
+    // probe of a (normally empty) index whether it must count groups' running instances.
     sql: `
 ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 DROP INDEX jobs_claim;
 CREATE INDEX jobs_claim ON jobs(label_key, priority DESC, ready_at_ms, row_id) WHERE status = 'queued';
+CREATE INDEX jobs_claim_capped ON jobs(label_key) WHERE status = 'queued' AND max_parallel IS NOT NULL;
 `,
   },
 ];
