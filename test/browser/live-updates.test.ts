@@ -7,13 +7,10 @@
  * - a job's live log through a retry shows only the attempt it is labelled with;
  * - the definition view does not widen the page.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
-import { client, until } from '../helpers/http.js';
-import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { dashboardStack, screenshot } from '../helpers/browser.js';
+import { until } from '../helpers/http.js';
 
 const WAIT = { timeout: 60_000 };
 /** How long a status answer is held back on its way to the page while the page hears events. */
@@ -22,52 +19,27 @@ const SLOW_STATUS_MS = 800;
 declare const document: any;
 declare const window: any;
 
-let browser: Browser;
-let sb: Sandbox;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  browser = await launchChromium();
-  sb = makeSandbox('weft-dash-live-');
-  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  server = Object.assign(p, { url: m[1]! });
-  api = client(server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.kill('SIGKILL');
-  await server?.exited;
-  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
-});
-
-async function newPage(width = 1440, height = 900): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width, height } });
-  const page = await context.newPage();
-  return { page, errors: pageErrors(page) };
-}
+const stack = dashboardStack('weft-dash-live-');
 
 /** Claims the next job of label `label` as the test's own worker; fails the test if none comes. */
 async function claimNext(label: string, worker = 'test-worker') {
-  return until(() => api.claim(worker, [label]), `a job with label ${label} to be claimable`);
+  return until(() => stack.api.claim(worker, [label]), `a job with label ${label} to be claimable`);
 }
 
 async function complete(leaseId: string): Promise<void> {
-  const r = await api.post(`/api/jobs/${leaseId}/complete`, { outputs: {} });
+  const r = await stack.api.post(`/api/jobs/${leaseId}/complete`, { outputs: {} });
   assert.equal(r.status, 200, r.text);
 }
 
 test('a run that moves on while the page reads its status is shown as it ended, not as the read saw it', async () => {
-  await api.createWorkflow({ id: 'slowread', jobs: { a: { run: 'true', labels: ['slowread'] }, b: { needs: 'a', run: 'true', labels: ['slowread'] } } });
+  await stack.api.createWorkflow({ id: 'slowread', jobs: { a: { run: 'true', labels: ['slowread'] }, b: { needs: 'a', run: 'true', labels: ['slowread'] } } });
   // A first run, so that the page follows a run that the next one replaces.
-  await api.run('slowread');
+  await stack.api.run('slowread');
   for (let i = 0; i < 2; i++) await complete((await claimNext('slowread')).lease.lease_id);
-  await api.settled('slowread');
+  await stack.api.settled('slowread');
 
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/slowread`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/slowread`);
   await page.locator('[data-job-id="b"][data-state="success"]').waitFor(WAIT);
   // The test decides when the server answers the page's next status read and when that answer
   // reaches the page, so that the document it brings is older than events the page gets meanwhile.
@@ -84,7 +56,7 @@ test('a run that moves on while the page reads its status is shown as it ended, 
     await mayDeliver;
     await route.fulfill({ response });
   });
-  await api.run('slowread');
+  await stack.api.run('slowread');
   const a = await claimNext('slowread');
   // The read the new run made the page send is answered now: `a` running.
   take();
@@ -96,7 +68,7 @@ test('a run that moves on while the page reads its status is shown as it ended, 
   deliver();
   const b = await claimNext('slowread');
   await complete(b.lease.lease_id);
-  assert.equal((await api.settled('slowread')).status, 'success');
+  assert.equal((await stack.api.settled('slowread')).status, 'success');
 
   await page.waitForFunction(
     () =>
@@ -122,29 +94,29 @@ test('a run that moves on while the page reads its status is shown as it ended, 
 });
 
 test("a job's live log through a retry shows only the attempt it is labelled with", async () => {
-  await api.createWorkflow({
+  await stack.api.createWorkflow({
     id: 'retrylog',
     jobs: { flaky: { run: 'true', labels: ['retrylog'], retries: 1, backoff: { fixed: { delay_secs: 1 } } } },
   });
-  await api.run('retrylog');
+  await stack.api.run('retrylog');
   const first = await claimNext('retrylog');
-  const pushed = await api.post(`/api/jobs/${first.lease.lease_id}/logs`, {
+  const pushed = await stack.api.post(`/api/jobs/${first.lease.lease_id}/logs`, {
     chunks: [{ sequence: 0, stream: 'stdout', data: 'first attempt says hello\n', timestamp_ms: Date.now() }],
   });
   assert.equal(pushed.status, 200, pushed.text);
 
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/retrylog/jobs/flaky`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/retrylog/jobs/flaky`);
   const log = page.getByRole('log');
   await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('first attempt says hello'), undefined, WAIT);
 
   // The attempt fails and is retried: the panel now shows attempt 2, whose log is empty until it runs.
-  const failed = await api.post(`/api/jobs/${first.lease.lease_id}/fail`, { error: 'flaky', retryable: true });
+  const failed = await stack.api.post(`/api/jobs/${first.lease.lease_id}/fail`, { error: 'flaky', retryable: true });
   assert.equal(failed.status, 200, failed.text);
   await page.getByRole('log', { name: 'Log of flaky, attempt 2' }).waitFor(WAIT);
   const second = await claimNext('retrylog');
   assert.equal(second.job.attempt, 1);
-  await api.post(`/api/jobs/${second.lease.lease_id}/logs`, {
+  await stack.api.post(`/api/jobs/${second.lease.lease_id}/logs`, {
     chunks: [{ sequence: 0, stream: 'stdout', data: 'second attempt says hello\n', timestamp_ms: Date.now() }],
   });
   await page.waitForFunction(() => document.querySelector('[role=log]')?.textContent?.includes('second attempt says hello'), undefined, WAIT);
@@ -163,16 +135,16 @@ test("a job's live log through a retry shows only the attempt it is labelled wit
 
 test('the definition view and the job panel do not widen the page, on a desktop or a phone', async () => {
   const long = `echo ${'a-very-long-argument-'.repeat(30)}`;
-  await api.createWorkflow({ id: 'wide', jobs: { lint: { run: long, labels: ['wide'] }, build: { needs: 'lint', run: long, labels: ['wide'] } } });
-  await api.run('wide');
+  await stack.api.createWorkflow({ id: 'wide', jobs: { lint: { run: long, labels: ['wide'] }, build: { needs: 'lint', run: long, labels: ['wide'] } } });
+  await stack.api.run('wide');
   await complete((await claimNext('wide')).lease.lease_id);
   for (const [width, height] of [[1440, 900], [390, 844]] as const) {
-    const { page, errors } = await newPage(width, height);
-    await page.goto(`${server.url}/#/workflows/wide/definition`);
+    const { page, errors } = await stack.newPage(width, height);
+    await page.goto(`${stack.url}/#/workflows/wide/definition`);
     await page.getByRole('region', { name: 'Definition' }).locator('pre', { hasText: 'a-very-long-argument' }).waitFor(WAIT);
     const sizes = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
     assert.ok(sizes[0]! <= sizes[1]!, `the definition view is ${sizes[0]} px wide in a ${sizes[1]} px window`);
-    await page.goto(`${server.url}/#/workflows/wide/jobs/build`);
+    await page.goto(`${stack.url}/#/workflows/wide/jobs/build`);
     // Upstream outputs name each need apart from its outputs.
     const upstream = page.locator('.upstream', { hasText: 'lint' });
     await upstream.waitFor(WAIT);
@@ -183,15 +155,15 @@ test('the definition view and the job panel do not widen the page, on a desktop 
 });
 
 test('a page opened while the API is unreachable says so, and recovers by itself once it answers again', async () => {
-  await api.createWorkflow({ id: 'outage', jobs: { only: { run: 'true', labels: ['outage'] } } });
+  await stack.api.createWorkflow({ id: 'outage', jobs: { only: { run: 'true', labels: ['outage'] } } });
   for (const [path, ready] of [
     ['#/', 'a[href="#/workflows/outage"]'],
     ['#/workflows/outage', '[data-job-id="only"]'],
   ] as const) {
-    const { page, errors } = await newPage();
+    const { page, errors } = await stack.newPage();
     // Every API call fails as with the server away (the page itself still loads).
     await page.route('**/api/**', (route) => route.abort('connectionrefused'));
-    await page.goto(`${server.url}/${path}`);
+    await page.goto(`${stack.url}/${path}`);
     await page.getByRole('alert').waitFor(WAIT);
     assert.match((await page.getByRole('alert').textContent()) ?? '', /fetch/i, `${path}: the error is shown`);
     // The API answers again: the page reads again by itself, with no reload and no click.
@@ -205,8 +177,8 @@ test('a page opened while the API is unreachable says so, and recovers by itself
 });
 
 test('on a phone the workflows list fits the screen with Run on it, and a job panel goes under the graph instead of squeezing it', async () => {
-  const { page, errors } = await newPage(390, 844);
-  await page.goto(`${server.url}/#/`);
+  const { page, errors } = await stack.newPage(390, 844);
+  await page.goto(`${stack.url}/#/`);
   await page.locator('a[href="#/workflows/wide"]').waitFor(WAIT);
   const sizes = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
   assert.ok(sizes[0]! <= sizes[1]!, `the list is ${sizes[0]} px wide on a ${sizes[1]} px screen`);
@@ -214,7 +186,7 @@ test('on a phone the workflows list fits the screen with Run on it, and a job pa
   const box = (await run.boundingBox())!;
   assert.ok(box.x >= 0 && box.x + box.width <= 390, `Run is on the screen (x ${box.x}, width ${box.width})`);
 
-  await page.goto(`${server.url}/#/workflows/wide/jobs/build`);
+  await page.goto(`${stack.url}/#/workflows/wide/jobs/build`);
   await page.getByRole('complementary', { name: 'Job build' }).waitFor(WAIT);
   const graph = (await page.locator('.graph-canvas').boundingBox())!;
   assert.ok(graph.width >= 330, `the graph keeps the screen's width (${graph.width} px)`);

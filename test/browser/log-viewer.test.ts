@@ -4,48 +4,21 @@
  * timestamps, steps that fold with their state and time, the raw download (`…/logs?format=text`), the
  * live tail's Follow switch and its "new lines below" cue, and the command folded.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
-import { client, request, until } from '../helpers/http.js';
-import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { dashboardStack, screenshot } from '../helpers/browser.js';
+import { request, until } from '../helpers/http.js';
 
 const WAIT = { timeout: 60_000 };
 
 declare const document: any;
 
-let browser: Browser;
-let sb: Sandbox;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  browser = await launchChromium();
-  sb = makeSandbox('weft-dash-log-');
-  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  server = Object.assign(p, { url: m[1]! });
-  api = client(server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.kill('SIGKILL');
-  await server?.exited;
-  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
-});
-
-async function newPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
-  const page = await context.newPage();
-  return { page, errors: pageErrors(page) };
-}
+const stack = dashboardStack('weft-dash-log-');
 
 let sequence = 0;
 async function push(leaseId: string, data: string, stream = 'stdout', at = Date.now()): Promise<void> {
-  const r = await api.post(`/api/jobs/${leaseId}/logs`, { chunks: [{ sequence: sequence++, stream, data, timestamp_ms: at }] });
+  const r = await stack.api.post(`/api/jobs/${leaseId}/logs`, { chunks: [{ sequence: sequence++, stream, data, timestamp_ms: at }] });
   assert.equal(r.status, 200, r.text);
 }
 
@@ -58,24 +31,24 @@ const LOG = [
 ];
 
 test('lines are numbered and linkable, searchable, timed on demand; steps fold with their state and time; the raw log downloads', async () => {
-  await api.createWorkflow({ id: 'logs', jobs: { build: { steps: [{ run: 'make' }, { run: 'make test' }], labels: ['logs'] } } });
-  await api.run('logs');
-  const c = await until(() => api.claim('test-worker', ['logs']), 'the job to be claimable');
+  await stack.api.createWorkflow({ id: 'logs', jobs: { build: { steps: [{ run: 'make' }, { run: 'make test' }], labels: ['logs'] } } });
+  await stack.api.run('logs');
+  const c = await until(() => stack.api.claim('test-worker', ['logs']), 'the job to be claimable');
   sequence = 0;
   const t0 = Date.UTC(2026, 0, 2, 3, 4, 5, 600);
   for (const [i, line] of LOG.entries()) await push(c.lease.lease_id, line, 'stdout', t0 + i * 100);
   await push(c.lease.lease_id, 'a warning\n', 'stderr', t0 + LOG.length * 100);
-  assert.equal((await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
 
   // The raw log, as a file.
-  const raw = await request('GET', `${server.url}/api/workflows/logs/jobs/build/logs?format=text`);
+  const raw = await request('GET', `${stack.url}/api/workflows/logs/jobs/build/logs?format=text`);
   assert.equal(raw.status, 200);
   assert.match(raw.headers.get('content-type') ?? '', /^text\/plain; charset=utf-8/);
   assert.equal(raw.headers.get('content-disposition'), 'attachment; filename="logs-build-run1-attempt1.log"');
   assert.equal(raw.text, LOG.join('') + 'a warning\n');
 
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/logs/jobs/build`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/logs/jobs/build`);
   const log = page.getByRole('log');
   await log.getByText('all tests passed').waitFor(WAIT);
   // The command is folded; the log is what one reads.
@@ -131,13 +104,13 @@ test('lines are numbered and linkable, searchable, timed on demand; steps fold w
 });
 
 test('the live tail follows until the reader scrolls up; then new lines below are announced and one click follows again', async () => {
-  await api.createWorkflow({ id: 'tail', jobs: { talk: { run: 'true', labels: ['tail'] } } });
-  await api.run('tail');
-  const c = await until(() => api.claim('test-worker', ['tail']), 'the job to be claimable');
+  await stack.api.createWorkflow({ id: 'tail', jobs: { talk: { run: 'true', labels: ['tail'] } } });
+  await stack.api.run('tail');
+  const c = await until(() => stack.api.claim('test-worker', ['tail']), 'the job to be claimable');
   sequence = 0;
   for (let i = 1; i <= 80; i++) await push(c.lease.lease_id, `line ${i}\n`);
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/tail/jobs/talk`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/tail/jobs/talk`);
   const log = page.getByRole('log');
   await log.getByText('line 80').waitFor(WAIT);
   const follow = page.getByLabel('Follow');
@@ -161,6 +134,6 @@ test('the live tail follows until the reader scrolls up; then new lines below ar
     return el.scrollHeight - el.scrollTop - el.clientHeight < 24;
   }, undefined, WAIT);
   assert.equal(await cue.count(), 0);
-  assert.equal((await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   assert.deepEqual(errors, []);
 });

@@ -4,53 +4,26 @@
  * "Re-run from here" on a job, each a re-run of the run shown; disabled, with the reason, where the
  * server would refuse it.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
-import { client, until } from '../helpers/http.js';
-import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import type { Page } from 'playwright-core';
+import { dashboardStack, screenshot } from '../helpers/browser.js';
+import { until } from '../helpers/http.js';
 
 const WAIT = { timeout: 60_000 };
 
 declare const document: any;
 
-let browser: Browser;
-let sb: Sandbox;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  browser = await launchChromium();
-  sb = makeSandbox('weft-dash-rerun-');
-  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  server = Object.assign(p, { url: m[1]! });
-  api = client(server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.kill('SIGKILL');
-  await server?.exited;
-  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
-});
-
-async function newPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = await context.newPage();
-  return { page, errors: pageErrors(page) };
-}
+const stack = dashboardStack('weft-dash-rerun-');
 
 /** Plays the worker: takes the next job of the workflow and ends it as told. */
 async function work(expected: string, outcome: 'complete' | 'fail'): Promise<void> {
-  const c = await until(() => api.claim('test-worker', ['rr']), `job ${expected} to be claimable`);
+  const c = await until(() => stack.api.claim('test-worker', ['rr']), `job ${expected} to be claimable`);
   assert.equal(c.job.job_id, expected);
   const r =
     outcome === 'complete'
-      ? await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: { from: `run ${c.job.run_number}` } })
-      : await api.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'broken', retryable: false });
+      ? await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: { from: `run ${c.job.run_number}` } })
+      : await stack.api.post(`/api/jobs/${c.lease.lease_id}/fail`, { error: 'broken', retryable: false });
   assert.equal(r.status, 200, r.text);
 }
 
@@ -58,10 +31,10 @@ const button = (page: Page, name: string) => page.getByRole('button', { name, ex
 const stateOf = (page: Page, job: string) => page.locator(`[data-job-id="${job}"]`).getAttribute('data-state');
 
 test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the run shown, and say why when they cannot', async () => {
-  await api.createWorkflow({ id: 'rr', jobs: { build: { run: 'true', labels: ['rr'] }, deploy: { needs: 'build', run: 'true', labels: ['rr'] } } });
-  await api.run('rr');
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/rr`);
+  await stack.api.createWorkflow({ id: 'rr', jobs: { build: { run: 'true', labels: ['rr'] }, deploy: { needs: 'build', run: 'true', labels: ['rr'] } } });
+  await stack.api.run('rr');
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/rr`);
   await page.locator('[data-job-id="build"][data-state="queued"]').waitFor(WAIT);
   // While the run is active, neither re-run applies, and the button says why.
   assert.equal(await button(page, 'Re-run failed jobs').isDisabled(), true);
@@ -77,7 +50,7 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   await page.waitForFunction(() => document.querySelector('select')?.value === '2', undefined, WAIT);
   await page.locator('[data-job-id="deploy"][data-state="queued"]').waitFor(WAIT);
   assert.equal(await stateOf(page, 'build'), 'success');
-  const two = await api.get('/api/workflows/rr/runs/2');
+  const two = await stack.api.get('/api/workflows/rr/runs/2');
   assert.equal(two.body.run.rerun_of, 1);
   assert.equal(two.body.jobs.find((j: any) => j.id === 'build').outputs.from, 'run 1', "build was kept with run 1's outputs");
   await work('deploy', 'complete');
@@ -96,17 +69,17 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   assert.match((await button(page, 'Re-run failed jobs').getAttribute('title')) ?? '', /every job of this run succeeded/);
 
   // Re-run from here, on deploy: run 3 keeps build and runs deploy.
-  await page.goto(`${server.url}/#/workflows/rr/jobs/deploy`);
+  await page.goto(`${stack.url}/#/workflows/rr/jobs/deploy`);
   await button(page, 'Re-run from here').click();
   await page.waitForFunction(() => document.querySelector('select')?.value === '3', undefined, WAIT);
-  const three = await api.get('/api/workflows/rr/runs/3');
+  const three = await stack.api.get('/api/workflows/rr/runs/3');
   assert.equal(three.body.run.rerun_of, 2);
   assert.deepEqual(
     Object.fromEntries(three.body.jobs.map((j: any) => [j.id, j.state])),
     { build: 'success', deploy: 'queued' },
   );
   // While run 3 is active, the panel's button is disabled and says why.
-  await page.goto(`${server.url}/#/workflows/rr/jobs/build`);
+  await page.goto(`${stack.url}/#/workflows/rr/jobs/build`);
   await button(page, 'Re-run from here').waitFor(WAIT);
   assert.equal(await button(page, 'Re-run from here').isDisabled(), true);
   // Escape closes the panel.
@@ -116,11 +89,11 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
   await work('deploy', 'complete');
 
   // Re-run all on an earlier run (run 1, shown from the selector): run 4 runs every job.
-  await page.goto(`${server.url}/#/workflows/rr/runs/1`);
+  await page.goto(`${stack.url}/#/workflows/rr/runs/1`);
   await until(async () => !(await button(page, 'Re-run all').isDisabled()), 'Re-run all to be offered on run 1');
   await button(page, 'Re-run all').click();
   await page.waitForFunction(() => document.querySelector('select')?.value === '4', undefined, WAIT);
-  const four = await api.get('/api/workflows/rr/runs/4');
+  const four = await stack.api.get('/api/workflows/rr/runs/4');
   assert.equal(four.body.run.rerun_of, 1);
   assert.equal(four.body.jobs.find((j: any) => j.id === 'build').state, 'queued');
   await screenshot(page, 'rerun-buttons');
@@ -128,11 +101,11 @@ test('Re-run failed jobs, Re-run all and Re-run from here start re-runs of the r
 });
 
 test('History lists every run with its state, duration, job counts and the run it re-ran, a page at a time', async () => {
-  const { page, errors } = await newPage();
+  const { page, errors } = await stack.newPage();
   // The runs of the test above: 4, the last a re-run of run 1, still active until its jobs end.
   await work('build', 'complete');
   await work('deploy', 'complete');
-  await page.goto(`${server.url}/#/workflows/rr`);
+  await page.goto(`${stack.url}/#/workflows/rr`);
   await page.getByRole('link', { name: 'History', exact: true }).click();
   const table = page.getByRole('table', { name: 'Runs of rr' });
   await table.waitFor(WAIT);
@@ -150,13 +123,13 @@ test('History lists every run with its state, duration, job counts and the run i
   assert.match((await page.locator('.wf-head').textContent()) ?? '', /success in \d/);
 
   // Paging: 51 more runs make two pages, newest first.
-  await api.createWorkflow({ id: 'many', jobs: { one: { run: 'true', labels: ['many'] } } });
+  await stack.api.createWorkflow({ id: 'many', jobs: { one: { run: 'true', labels: ['many'] } } });
   for (let i = 0; i < 51; i++) {
-    await api.run('many');
-    const c = await until(() => api.claim('test-worker', ['many']), 'the job of a run of many');
-    assert.equal((await api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+    await stack.api.run('many');
+    const c = await until(() => stack.api.claim('test-worker', ['many']), 'the job of a run of many');
+    assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   }
-  await page.goto(`${server.url}/#/workflows/many/runs`);
+  await page.goto(`${stack.url}/#/workflows/many/runs`);
   const many = page.getByRole('table', { name: 'Runs of many' });
   await many.waitFor(WAIT);
   assert.equal(await many.locator('tbody tr').count(), 50);

@@ -4,53 +4,24 @@
  * (with the command that starts one), a retry waits out its backoff, every fitting worker is busy. An
  * empty Workers page says how to start a worker.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, pageErrors, screenshot } from '../helpers/browser.js';
-import { client } from '../helpers/http.js';
-import { makeSandbox, spawnWeft, type Sandbox, type SpawnedProcess } from '../helpers/server.js';
+import { dashboardStack, screenshot } from '../helpers/browser.js';
 
 const WAIT = { timeout: 60_000 };
 
-let browser: Browser;
-let sb: Sandbox;
-let server: SpawnedProcess & { url: string };
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  browser = await launchChromium();
-  sb = makeSandbox('weft-dash-why-');
-  const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
-  const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
-  server = Object.assign(p, { url: m[1]! });
-  api = client(server.url);
-});
-
-after(async () => {
-  await browser?.close();
-  server?.kill('SIGKILL');
-  await server?.exited;
-  if (sb) fs.rmSync(sb.dir, { recursive: true, force: true });
-});
-
-async function newPage(): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-  const page = await context.newPage();
-  return { page, errors: pageErrors(page) };
-}
+const stack = dashboardStack('weft-dash-why-');
 
 test('an empty Workers page gives the command that starts a worker', async () => {
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workers`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workers`);
   await page.getByText('No worker has registered yet').waitFor(WAIT);
-  assert.equal(await page.locator('pre.command').textContent(), `SERVER_URL=${server.url} weft worker`);
+  assert.equal(await page.locator('pre.command').textContent(), `SERVER_URL=${stack.url} weft worker`);
   assert.deepEqual(errors, []);
 });
 
 test('a queued job says why it waits: no worker with its labels, a retry backoff, or every fitting worker busy', async () => {
-  await api.createWorkflow({
+  await stack.api.createWorkflow({
     id: 'why',
     jobs: {
       lonely: { run: 'true', labels: ['nobody-has-this'] },
@@ -59,31 +30,31 @@ test('a queued job says why it waits: no worker with its labels, a retry backoff
       second: { run: 'true', labels: ['whybusy'] },
     },
   });
-  await api.run('why');
-  const { page, errors } = await newPage();
+  await stack.api.run('why');
+  const { page, errors } = await stack.newPage();
   const why = page.getByRole('status');
 
   // No worker at all has the label.
-  await page.goto(`${server.url}/#/workflows/why/jobs/lonely`);
+  await page.goto(`${stack.url}/#/workflows/why/jobs/lonely`);
   await why.getByText('No connected worker has the labels this job needs (nobody-has-this)').waitFor(WAIT);
-  assert.equal(await why.locator('pre').textContent(), `SERVER_URL=${server.url} WORKER_LABELS=nobody-has-this weft worker`);
+  assert.equal(await why.locator('pre').textContent(), `SERVER_URL=${stack.url} WORKER_LABELS=nobody-has-this weft worker`);
 
   // A retry waiting out its backoff.
-  const flaky = await api.claim('w-retry', ['whyretry']);
+  const flaky = await stack.api.claim('w-retry', ['whyretry']);
   assert.equal(flaky?.job.job_id, 'flaky');
-  assert.equal((await api.post(`/api/jobs/${flaky!.lease.lease_id}/fail`, { error: 'flaky', retryable: true })).status, 200);
-  await page.goto(`${server.url}/#/workflows/why/jobs/flaky`);
+  assert.equal((await stack.api.post(`/api/jobs/${flaky!.lease.lease_id}/fail`, { error: 'flaky', retryable: true })).status, 200);
+  await page.goto(`${stack.url}/#/workflows/why/jobs/flaky`);
   await why.getByText(/Waiting out its retry backoff: claimable in \d+m/).waitFor(WAIT);
 
   // The one fitting worker holds the other job.
-  const first = await api.claim('w-busy', ['whybusy']);
+  const first = await stack.api.claim('w-busy', ['whybusy']);
   assert.equal(first?.job.job_id, 'first');
-  await page.goto(`${server.url}/#/workflows/why/jobs/second`);
+  await page.goto(`${stack.url}/#/workflows/why/jobs/second`);
   await why.getByText('Waiting for a free worker: the one fitting worker is busy.').waitFor(WAIT);
   await screenshot(page, 'why-waiting');
 
   // A running job says nothing of the kind.
-  await page.goto(`${server.url}/#/workflows/why/jobs/first`);
+  await page.goto(`${stack.url}/#/workflows/why/jobs/first`);
   await page.getByRole('complementary', { name: 'Job first' }).waitFor(WAIT);
   assert.equal(await why.count(), 0);
   assert.deepEqual(errors, []);
@@ -92,17 +63,17 @@ test('a queued job says why it waits: no worker with its labels, a retry backoff
 test('a wide run is triaged: names cut in the middle stay apart, a state count lists those jobs, a row opens the job', async () => {
   const jobs: Record<string, unknown> = { prepare: { run: 'true', labels: ['wide'] } };
   for (let i = 1; i <= 60; i++) jobs[`shard-${i}`] = { name: `Integration tests shard ${i}`, needs: 'prepare', run: 'true', labels: ['wide'] };
-  await api.createWorkflow({ id: 'wide-run', jobs });
-  await api.run('wide-run');
+  await stack.api.createWorkflow({ id: 'wide-run', jobs });
+  await stack.api.run('wide-run');
   for (let i = 0; i <= 60; i++) {
-    const c = await api.claim('w-wide', ['wide']);
+    const c = await stack.api.claim('w-wide', ['wide']);
     assert.ok(c, `job ${i} is claimable`);
     const body = c.job.job_id === 'shard-37' ? { error: 'assertion failed in shard 37', retryable: false } : { outputs: {} };
-    const r = await api.post(`/api/jobs/${c.lease.lease_id}/${c.job.job_id === 'shard-37' ? 'fail' : 'complete'}`, body);
+    const r = await stack.api.post(`/api/jobs/${c.lease.lease_id}/${c.job.job_id === 'shard-37' ? 'fail' : 'complete'}`, body);
     assert.equal(r.status, 200, r.text);
   }
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/wide-run`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/wide-run`);
   await page.locator('[data-job-id="shard-37"][data-state="failed"]').waitFor(WAIT);
   // The graph cuts long names in the middle, so the shard numbers stay visible.
   assert.match((await page.locator('[data-job-id="shard-37"] text.name').textContent()) ?? '', /^Integration.*….*shard 37$/);
@@ -129,7 +100,7 @@ test('a wide run is triaged: names cut in the middle stay apart, a state count l
 
 test('the timeline shows each job queued and running on one axis, by need level, with the critical path marked', async () => {
   // a → (slow, fast) → join: slow finishes after fast, so the path that decided the run is a, slow, join.
-  await api.createWorkflow({
+  await stack.api.createWorkflow({
     id: 'timed',
     jobs: {
       a: { run: 'true', labels: ['timed'] },
@@ -138,21 +109,21 @@ test('the timeline shows each job queued and running on one axis, by need level,
       join: { needs: ['slow', 'fast'], run: 'true', labels: ['timed'] },
     },
   });
-  await api.run('timed');
+  await stack.api.run('timed');
   const take = async (id: string) => {
-    const c = await api.claim('w-timed', ['timed']);
+    const c = await stack.api.claim('w-timed', ['timed']);
     assert.equal(c?.job.job_id, id);
     return c!.lease.lease_id;
   };
-  const done = async (lease: string) => assert.equal((await api.post(`/api/jobs/${lease}/complete`, { outputs: {} })).status, 200);
+  const done = async (lease: string) => assert.equal((await stack.api.post(`/api/jobs/${lease}/complete`, { outputs: {} })).status, 200);
   await done(await take('a'));
   const slow = await take('slow');
   await done(await take('fast'));
   await done(slow);
   await done(await take('join'));
 
-  const { page, errors } = await newPage();
-  await page.goto(`${server.url}/#/workflows/timed`);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/timed`);
   await page.locator('[data-job-id="join"][data-state="success"]').waitFor(WAIT);
   // Arrow keys walk the graph: right to the next stage, up and down within one, left back.
   const focused = () => page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('data-job-id'));
