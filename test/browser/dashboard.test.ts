@@ -188,6 +188,9 @@ test('the list links each workflow; its graph turns live to success after Run; a
   await page.locator('[role=log] .chunk.step', { hasText: 'step 3/3: echo "::set-output artifact=talk.tgz"' }).waitFor(WAIT);
   assert.equal(await page.locator('[role=log] .chunk.step').count(), 3);
   for (const j of ['left', 'right', 'join']) await page.locator(node(j, 'success')).waitFor(WAIT);
+  // The header follows the run's end live: how long it took, not "running".
+  await page.waitForFunction(() => /success in \d/.test(document.querySelector('.wf-head')?.textContent ?? ''), undefined, WAIT);
+  assert.match((await page.locator('.wf-head').textContent()) ?? '', /success in [\d.]+s · started /);
   await screenshot(page, 'workflow-job-log');
 
   // The downstream job's panel shows what its needs handed over.

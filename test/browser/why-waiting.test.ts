@@ -54,6 +54,7 @@ test('a queued job says why it waits: no worker with its labels, a retry backoff
   await screenshot(page, 'why-waiting');
 
   // A running job says nothing of the kind.
+  await page.locator('[data-job-id="first"][data-state="running"]').waitFor(WAIT);
   await page.goto(`${stack.url}/#/workflows/why/jobs/first`);
   await page.getByRole('complementary', { name: 'Job first' }).waitFor(WAIT);
   assert.equal(await why.count(), 0);

@@ -27,6 +27,17 @@ const POLL_MS = 2000;
 const RETRY_FIRST_MS = 1000;
 const RETRY_MAX_MS = 5000;
 
+/**
+ * "success in 3.3s", "running 12s" or "queued". A run the live `run` event just ended has no
+ * finished_at_ms until the document is read again: its last job's end stands in meanwhile.
+ */
+function runHeadline(doc: StatusDocument, status: string, now: number): string {
+  const run = doc.run!;
+  if (status === 'running' || status === 'queued') return runDuration({ ...run, status }, now);
+  const end = run.finished_at_ms ?? Math.max(run.created_at_ms, ...doc.jobs.map((j) => j.finished_at_ms ?? 0));
+  return `${status} in ${runDuration({ ...run, status, finished_at_ms: end }, now)}`;
+}
+
 export function WorkflowView({ route }: { route: WorkflowRoute }) {
   const { id, run, job: selected, attempt, definition, line } = route;
   const [doc, setDoc] = useState<StatusDocument | null>(null);
@@ -290,8 +301,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           {doc.trigger && <>trigger: {doc.trigger} · </>}
           {doc.run ? (
             <>
-              {doc.run.finished_at_ms !== null ? `${runStatus} in ${runDuration(doc.run, now)}` : runDuration({ ...doc.run, status: runStatus }, now)}{' '}
-              · started <span title={stamp(doc.run.created_at_ms)}>{ago(doc.run.created_at_ms, now)}</span>
+              {`${runHeadline(doc, runStatus, now)} · started `}
+              <span title={stamp(doc.run.created_at_ms)}>{ago(doc.run.created_at_ms, now)}</span>
             </>
           ) : (
             'never run'
