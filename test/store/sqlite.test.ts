@@ -8,8 +8,14 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { QUERIES } from '../../src/store/sqlite/queries.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { parseDatabaseUrl } from '../../src/store/index.js';
+import { Conn, openConnection } from '../../src/store/sqlite/connection.js';
+import { runBatch } from '../../src/store/sqlite/group-commit.js';
+import { migrate } from '../../src/store/sqlite/migrations.js';
+import { writeCall } from '../../src/store/sqlite/writes.js';
+import { planRun } from '../../src/engine/run-plan.js';
+import type { WorkflowDefinition } from '../../src/domain/model.js';
 import { storeConformance } from './conformance.js';
-import { claimOne, complete, job, start, wfRecord } from './fixtures.js';
+import { claimOne, complete, HASH, job, start, wfRecord } from './fixtures.js';
 import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 
 const OPTS = { synchronous: 'NORMAL' } as const;
@@ -210,4 +216,36 @@ test('DATABASE_URL parsing', () => {
   assert.deepEqual(parseDatabaseUrl('postgresql://u@h/db'), { kind: 'postgres', url: 'postgresql://u@h/db' });
   assert.throws(() => parseDatabaseUrl('mysql://x'), /not understood/);
   assert.throws(() => parseDatabaseUrl('sqlite:'), /needs a file path/);
+});
+
+test('sqlite: in one write batch, a claim after a capped group was queued still honours max_parallel (what the connection knew is forgotten)', () => {
+  const { dir, file } = tempFile();
+  try {
+    const db = openConnection(file, {});
+    migrate(db);
+    const conn = new Conn(db);
+    const d: WorkflowDefinition = {
+      id: 'capped', name: 'capped', trigger: null, env: {},
+      jobs: [{
+        id: 'test', name: 'test', command: 'true', needs: [], labels: [], max_retries: 0, backoff: { kind: 'none' }, env: {}, timeout_secs: null,
+        strategy: { matrix: {}, combos: Array.from({ length: 5 }, (_, i) => ({ shard: i })), fail_fast: true, max_parallel: 2 },
+      }],
+    };
+    const { jobs, labelSets } = planRun(d, 1000);
+    const ask = (n: number) => ({ worker_id: 'w', worker_labels: [], label_keys: [''], ttl_secs: 60, max: 5, lease_ids: Array.from({ length: 5 }, (_, i) => `l${n}-${i}`), now_ms: 1000 });
+    runBatch(db, conn, [writeCall(0, 'saveWorkflow', wfRecord('capped', 1000))]);
+    // One batch, as the writer groups concurrent requests: a claim that finds no capped instance
+    // queued, then the run that queues five of a group capped at two, then a claim.
+    const [first, started, second] = runBatch(db, conn, [
+      writeCall(1, 'claim', ask(1)),
+      writeCall(2, 'startRun', { workflow_id: 'capped', expected_hash: HASH, jobs, label_sets: labelSets, now_ms: 1000 }),
+      writeCall(3, 'claim', ask(2)),
+    ]);
+    assert.deepEqual(first, { id: 1, ok: true, value: [] });
+    assert.equal(started!.ok, true);
+    assert.equal(second!.ok && (second!.value as unknown[]).length, 2, 'two instances, the group cap, not five');
+    db.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
