@@ -229,6 +229,8 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
 
   const path = `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}&format=text`;
   const searching = matches.length > 0;
+  // Looked up per line drawn: a set, not a scan of the matches for each line.
+  const matched = useMemo(() => new Set(matches), [matches]);
   return (
     <>
       <ErrorLine error={error} />
@@ -307,7 +309,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
             );
           }
           if (l.step >= 0 && folded.has(l.step)) return null;
-          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${searching && matches.includes(i) ? ' match' : ''}`;
+          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${matched.has(i) ? ' match' : ''}`;
           return (
             <div key={l.key} class={cls} data-stream={l.stream} data-line={i + 1}>
               <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>

@@ -9,8 +9,9 @@ import { jobByRowId, runsUnder, settleLease } from './settle.js';
 
 /**
  * Hands out up to `max` claimable jobs: one ordered range read of jobs_claim per label key, merged by
- * (priority descending, ready_at_ms, row_id): the highest priority first, the oldest within it. The write transaction keeps every other writer out, and the
- * update re-checks `queued`, so a job is handed out once per attempt.
+ * (priority descending, ready_at_ms, row_id): the highest priority first, the oldest within it. The
+ * write transaction keeps every other writer out, and the update re-checks `queued`, so a job is
+ * handed out once per attempt.
  */
 export function claim(c: Conn, req: StoreClaim): Claimed[] {
   const now = req.now_ms;

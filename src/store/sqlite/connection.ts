@@ -89,4 +89,4 @@ export class Conn {
 }
 
 /** The statements that can make a job `queued` (insert one queued, or move one to `queued`). */
-const MAY_QUEUE: ReadonlySet<QueryName> = new Set<QueryName>(['insertJob', 'enqueueReady', 'requeueJob', 'unclaimJob', 'applyDecision', 'endFanOut']);
+const MAY_QUEUE: ReadonlySet<QueryName> = new Set<QueryName>(['insertJob', 'enqueueReady', 'requeueJob', 'unclaimJob', 'applyDecision']);
