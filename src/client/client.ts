@@ -24,6 +24,7 @@ import type {
   RunRequest,
   RunSummary,
   StatusDocument,
+  SecretView,
   WorkerView,
 } from '../protocol/index.js';
 import type { ArtifactView } from '../domain/artifacts.js';
@@ -181,6 +182,20 @@ export class WorkflowClient {
   /** Cancels run `opts.run`, or every active run of the workflow (running and queued). */
   cancelWorkflow(id: string, opts: { run?: number } = {}): Promise<CancelResponse> {
     return this.request('POST', `/api/workflows/${enc(id)}/cancel`, undefined, { run: opts.run });
+  }
+
+  /** Sets a secret (README "Secrets") for every workflow, or for `workflowId` alone; admin only. */
+  setSecret(name: string, value: string, opts: { workflowId?: string } = {}): Promise<SecretView> {
+    return this.request('PUT', `/api/secrets/${enc(name)}`, { value }, { workflow_id: opts.workflowId });
+  }
+
+  /** Secrets' names, scopes and times; never their values. */
+  async listSecrets(): Promise<SecretView[]> {
+    return (await this.request<{ secrets: SecretView[] }>('GET', '/api/secrets')).secrets;
+  }
+
+  removeSecret(name: string, opts: { workflowId?: string } = {}): Promise<{ deleted: string; workflow_id: string | null }> {
+    return this.request('DELETE', `/api/secrets/${enc(name)}`, undefined, { workflow_id: opts.workflowId });
   }
 
   /** Deletes the workflow with its whole history; 409 `workflow_active` while a run is active. */

@@ -12,10 +12,11 @@ type Kind = ExprRef['kind'];
 
 /** What every field of a job may reference. */
 const ALLOWED: Record<'name' | 'labels' | 'env' | 'run', ReadonlySet<Kind>> = {
-  name: new Set(['matrix', 'inputs', 'item']),
-  labels: new Set(['matrix', 'inputs']),
-  env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item']),
-  run: new Set(['matrix']),
+  name: new Set(['matrix', 'inputs', 'item', 'literal']),
+  labels: new Set(['matrix', 'inputs', 'literal']),
+  // A secret only ever reaches a job through its env, filled in the claim answer (README "Secrets").
+  env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item', 'secrets', 'literal']),
+  run: new Set(['matrix', 'literal']),
 };
 
 function refText(ref: ExprRef): string {
@@ -30,6 +31,10 @@ function refText(ref: ExprRef): string {
       return `needs.${ref.job}.result`;
     case 'item':
       return ref.key === null ? 'item' : `item.${ref.key}`;
+    case 'secrets':
+      return `secrets.${ref.name}`;
+    case 'literal':
+      return `'${ref.value.replace(/'/g, "''")}'`;
   }
 }
 
@@ -70,6 +75,7 @@ function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
   if (where === 'run') {
     return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
   }
+  if (ref.kind === 'secrets') return `'\${{ ${text} }}' cannot be used in ${where}: a secret reaches a job only through its env (env: { VALUE: '\${{ ${text} }}' })`;
   return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
 }
 
@@ -85,6 +91,10 @@ function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string>
       return job.needs.includes(ref.job) ? null : `'needs.${ref.job}' is not a need of this job (needs: ${job.needs.join(', ') || 'none'})`;
     case 'item':
       return job.for_each ? null : `'${refText(ref)}' is used but the job has no for_each`;
+    case 'secrets':
+      // Whether it is set is checked when a run starts: secrets come and go apart from definitions.
+    case 'literal':
+      return null;
   }
 }
 

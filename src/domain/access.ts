@@ -33,6 +33,9 @@ const WORKER_ROUTES = new Set([
  */
 const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name']);
 
+/** Reads only an admin may make: which secrets exist is itself worth hiding from a read token (README "Secrets"). */
+const ADMIN_READS = new Set(['GET /api/secrets']);
+
 /**
  * Answered to anyone: load balancers probe health without credentials, and the dashboard's files
  * (`/`, `/assets/*`) hold no data; the page asks for a token when the API answers 401.
@@ -48,6 +51,7 @@ export function accessOf(method: string, url: string): Access {
   if (PUBLIC_ROUTES.has(key)) return 'public';
   if (WORKER_ROUTES.has(key)) return 'worker';
   if (WORKER_READS.has(key)) return 'worker+read';
+  if (ADMIN_READS.has(key)) return 'admin';
   return key.startsWith('GET ') ? 'read' : 'admin';
 }
 

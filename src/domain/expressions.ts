@@ -11,12 +11,17 @@ export type ExprRef =
   | { kind: 'inputs'; key: string }
   | { kind: 'needs_output'; job: string; key: string }
   | { kind: 'needs_result'; job: string }
-  | { kind: 'item'; key: string | null };
+  | { kind: 'item'; key: string | null }
+  | { kind: 'secrets'; name: string }
+  /** `${{ '…' }}`: text as written (`''` is one quote), e.g. `${{ '${{' }}` for a literal opener. */
+  | { kind: 'literal'; value: string };
 
 export type TemplatePart = string | { ref: ExprRef; text: string };
 
 const EXPR = /\$\{\{([\s\S]*?)\}\}/g;
 const KEY = '[A-Za-z_][A-Za-z0-9_-]*';
+/** What a secret may be called (README "Secrets"): a letter or underscore, then letters, digits, underscores. */
+export const SECRET_NAME_PATTERN = '[A-Za-z_][A-Za-z0-9_]{0,127}';
 const JOB = '[A-Za-z0-9_-]+';
 const FORMS: Array<[RegExp, (m: RegExpExecArray) => ExprRef]> = [
   [new RegExp(`^matrix\\.(${KEY})$`), (m) => ({ kind: 'matrix', key: m[1]! })],
@@ -25,9 +30,12 @@ const FORMS: Array<[RegExp, (m: RegExpExecArray) => ExprRef]> = [
   [new RegExp(`^needs\\.(${JOB})\\.result$`), (m) => ({ kind: 'needs_result', job: m[1]! })],
   [/^item$/, () => ({ kind: 'item', key: null })],
   [new RegExp(`^item\\.(${KEY})$`), (m) => ({ kind: 'item', key: m[1]! })],
+  [new RegExp(`^secrets\\.(${SECRET_NAME_PATTERN})$`), (m) => ({ kind: 'secrets', name: m[1]! })],
+  [/^'((?:[^']|'')*)'$/, (m) => ({ kind: 'literal', value: m[1]!.replace(/''/g, "'") })],
 ];
 
-export const EXPRESSION_FORMS = 'matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>';
+export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, '<text>'";
+
 
 export function hasExpression(text: string): boolean {
   return text.includes('${{');
@@ -66,17 +74,30 @@ export function referencesOf(text: string): ExprRef[] {
  * Replaces the references `resolve` answers (undefined: left as written, for a later layer).
  * Non-string values are written as JSON, as GitHub writes an object or a number.
  */
-export function substitute(text: string, resolve: (ref: ExprRef) => unknown): string {
+export function substitute(text: string, resolve: (ref: ExprRef) => unknown, opts: { keepForLater?: boolean } = {}): string {
   if (!hasExpression(text)) return text;
   const parsed = parseTemplate(text);
   if (!('parts' in parsed)) return text;
   return parsed.parts
     .map((p) => {
       if (typeof p === 'string') return p;
+      if (p.ref.kind === 'literal') return opts.keepForLater ? p.text : p.ref.value;
       const v = resolve(p.ref);
-      return v === undefined ? p.text : valueText(v);
+      if (v === undefined) return p.text;
+      return opts.keepForLater ? escapeExpressions(valueText(v)) : valueText(v);
     })
     .join('');
+}
+
+/**
+ * A value put into a template that a later layer parses again (an env value filled with an input when
+ * a run is planned, or an item when a fan-out is expanded, is parsed once more when the job is leased):
+ * each `${{` it holds becomes the literal `${{ '${{' }}`, so that the value is text to that layer and
+ * never a reference of its own. Without this, an input or an upstream job's output holding
+ * `${{ secrets.DEPLOY_KEY }}` would have the lease fill a secret in where the definition put none.
+ */
+export function escapeExpressions(value: string): string {
+  return value.includes('${{') ? value.replaceAll('${{', "${{ '${{' }}") : value;
 }
 
 /** A value as text: strings as they are, null as '', anything else as JSON. */

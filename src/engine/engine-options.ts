@@ -1,3 +1,4 @@
+import type { SecretKey } from './secret-box.js';
 import type { Logger } from 'pino';
 import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
@@ -83,4 +84,6 @@ export interface EngineOptions {
    * when absent; the runtime passes its file implementation when ARTIFACTS_DIR is set.
    */
   blobs?: BlobStore;
+  /** WEFT_SECRET_KEY (README "Secrets"): without it, secrets can be neither set nor used. */
+  secretKey?: SecretKey | null;
 }

@@ -31,6 +31,7 @@ import { Artifacts } from './artifacts.js';
 import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
+import { Secrets } from './secrets.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -59,6 +60,8 @@ export class Engine extends EngineReads {
   readonly artifacts: Artifacts;
   /** The reaper's passes (src/runtime/reaper.ts): lost leases, schedules, retention, workers, files. */
   readonly housekeeping: Housekeeping;
+  /** Secrets (README "Secrets"): set, listed, removed; opened for claims, hidden in what comes back. */
+  readonly secrets: Secrets;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -66,7 +69,9 @@ export class Engine extends EngineReads {
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
+    this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.leases = new LeaseCalls({
+      secrets: this.secrets,
       store: opts.store,
       now: this.now,
       log: opts.logger,
@@ -192,6 +197,8 @@ export class Engine extends EngineReads {
         return { wf, start: await plan(r, wf, now) };
       });
       const { jobs, labelSets, inputs, rerun_of } = start;
+      // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
+      await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
       const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of });
       switch (outcome.kind) {
         case 'not_found':
@@ -305,7 +312,9 @@ export class Engine extends EngineReads {
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
-    const results = claimed.map(claimResult);
+    const secrets = await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
+    const results = claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id)));
+    await this.failUnopened(secrets.failed, ask.token_name ?? null);
     try {
       await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
     } catch (err) {
@@ -314,6 +323,18 @@ export class Engine extends EngineReads {
       throw err;
     }
     return results;
+  }
+
+  /**
+   * A claimed job whose secrets are gone or do not open is never handed out with them missing: it fails
+   * at once, for good, with the reason in its error (README "Secrets").
+   */
+  private async failUnopened(failed: ReadonlyMap<string, string>, holder: string | null): Promise<void> {
+    for (const [leaseId, reason] of failed) {
+      await this.leases.fail(leaseId, `weft could not give the job its secrets: ${reason}`, false, holder).catch((err: unknown) => {
+        this.log.warn({ lease_id: leaseId, err }, 'a job whose secrets did not open could not be failed; its lease will run out');
+      });
+    }
   }
 
   /**

@@ -99,7 +99,8 @@ function plain(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: st
     ...rest,
     name: substitute(spec.name, resolve),
     labels: [...new Set(labels)].sort(),
-    env: Object.fromEntries(Object.entries(spec.env).map(([k, v]) => [k, substitute(v, resolve)])),
+    // Parsed again when the job is leased (needs, secrets): what is filled in now stays text then.
+    env: Object.fromEntries(Object.entries(spec.env).map(([k, v]) => [k, substitute(v, resolve, { keepForLater: true })])),
     command: substitute(spec.command, (ref) => (ref.kind === 'matrix' ? resolve(ref) : undefined)),
   };
 }

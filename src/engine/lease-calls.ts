@@ -8,6 +8,9 @@ import type { AttemptEvent } from './engine-options.js';
 import { leaseRefusalError, refusalChanges } from './lease-errors.js';
 import type { QueuedRuns } from './queued-runs.js';
 import { leaseView } from './views.js';
+import { maskChunks, maskOutputs } from './secret-masking.js';
+import { maskText } from '../domain/masking.js';
+import type { Secrets } from './secrets.js';
 
 /** What the lease calls need of the engine: its store, clock and log, and where changes are told. */
 export interface LeaseCallsContext {
@@ -15,6 +18,8 @@ export interface LeaseCallsContext {
   readonly now: () => number;
   readonly log: Logger;
   readonly queued: QueuedRuns;
+  /** What to hide in what a lease's worker sends back (README "Secrets"). */
+  readonly secrets: Pick<Secrets, 'masksOf' | 'knownMasks' | 'forget'>;
   /** MAX_LOG_BYTES_PER_ATTEMPT (README "Limits"). */
   readonly maxLogBytesPerAttempt: number;
   /** Durable changes, told to listeners, waiting claims and other servers. */
@@ -50,7 +55,9 @@ export class LeaseCalls {
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
   async complete(leaseId: string, outputs: Outputs, holder: string | null = null): Promise<Omit<CompleteResponse, 'ok'>> {
-    const outcome = await this.ctx.store.complete(leaseId, storableOutputs(outputs), this.ctx.now(), holder);
+    const forms = await this.masksOf(leaseId);
+    const outcome = await this.ctx.store.complete(leaseId, storableOutputs(forms.length > 0 ? maskOutputs(outputs, forms) : outputs), this.ctx.now(), holder);
+    if (outcome.kind !== 'not_yours') this.ctx.secrets.forget(leaseId);
     switch (outcome.kind) {
       case 'completed':
         this.ctx.announce(outcome.changes);
@@ -67,8 +74,10 @@ export class LeaseCalls {
 
   /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
   async fail(leaseId: string, error: string, retryable: boolean, holder: string | null = null): Promise<Omit<FailResponse, 'ok'>> {
+    const forms = await this.masksOf(leaseId);
     const now = this.ctx.now();
-    const outcome = await this.ctx.store.fail(leaseId, storableText(error), retryable, now, holder);
+    const outcome = await this.ctx.store.fail(leaseId, storableText(forms.length > 0 ? maskText(error, forms) : error), retryable, now, holder);
+    if (outcome.kind !== 'not_yours') this.ctx.secrets.forget(leaseId);
     switch (outcome.kind) {
       case 'failed': {
         this.ctx.announce(outcome.changes);
@@ -94,7 +103,9 @@ export class LeaseCalls {
    * MAX_LOG_BYTES_PER_ATTEMPT the answer says `truncated` (src/domain/log-budget.ts).
    */
   async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number; truncated?: true }> {
-    const clean = chunks.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
+    const forms = await this.masksOf(leaseId);
+    const given = forms.length > 0 ? await maskChunks(this.ctx.store, leaseId, chunks, forms) : chunks;
+    const clean = given.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
     const outcome = await this.ctx.store.pushLogs(leaseId, clean, this.ctx.now(), holder, this.ctx.maxLogBytesPerAttempt);
     switch (outcome.kind) {
       case 'stored':
@@ -112,6 +123,11 @@ export class LeaseCalls {
       default:
         throw this.refused(leaseId, outcome, holder);
     }
+  }
+
+  /** Known at once for a lease claimed here (no await, so the common report pays nothing for secrets). */
+  private masksOf(leaseId: string): readonly string[] | Promise<readonly string[]> {
+    return this.ctx.secrets.knownMasks(leaseId) ?? this.ctx.secrets.masksOf(leaseId);
   }
 
   /**

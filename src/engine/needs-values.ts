@@ -1,6 +1,6 @@
 /**
- * `${{ needs.<job>.outputs.<key> }}` and `${{ needs.<job>.result }}` in a job's env values, filled in
- * when the job is leased from the upstream outputs and need results its row carries (README "Matrix,
+ * `${{ needs.<job>.outputs.<key> }}` and `${{ needs.<job>.result }}` (and `${{ secrets.<NAME> }}`) in a
+ * job's env values, filled in when the job is leased from the upstream outputs and need results its row carries (README "Matrix,
  * fan-out and artifacts"). A need that is a matrix group answers for all its instances: its output is a
  * JSON array of the instances' values in index order (null where one has none), its result `failure`
  * when any instance failed, else `cancelled` when any was cancelled, else `skipped` when any was
@@ -37,14 +37,19 @@ function outputOf(job: JobRecord, group: string, key: string): string {
   return JSON.stringify(ids.map((id) => own(own(job.upstream_outputs, id) ?? {}, key) ?? null));
 }
 
-/** The job's env with every needs expression substituted. */
-export function resolveNeedsInEnv(job: JobRecord): Record<string, string> {
+/**
+ * The job's env as its worker gets it: needs values, secrets (`secrets`, opened for this claim) and
+ * literals filled in, in one pass over each value, so that nothing filled in is read as an expression
+ * again (an upstream output that holds `${{ secrets.X }}` stays that text).
+ */
+export function resolveEnv(job: JobRecord, secrets: ReadonlyMap<string, string> = new Map()): Record<string, string> {
   if (!Object.values(job.env).some((v) => v.includes('${{'))) return job.env;
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(job.env)) {
     out[k] = substitute(v, (ref) => {
       if (ref.kind === 'needs_output') return outputOf(job, ref.job, ref.key);
       if (ref.kind === 'needs_result') return needResultOf(job, ref.job);
+      if (ref.kind === 'secrets') return secrets.get(ref.name);
       return undefined;
     });
   }

@@ -1,7 +1,7 @@
 import { jobPriority } from '../domain/priority.js';
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
-import { needResultOf, needsByGroup, resolveNeedsInEnv } from './needs-values.js';
+import { needResultOf, needsByGroup, resolveEnv } from './needs-values.js';
 import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/model.js';
 import { compatJobStatus } from '../protocol/states.js';
@@ -288,11 +288,17 @@ export function logChunkView(c: LogChunkRecord): LogChunkView {
 }
 
 /** A claim as the worker protocol answers it (docs/api.md "POST /api/jobs/claim"). */
-export function claimResult(c: Claimed): ClaimResult {
-  return { job: claimedJob(c.job), lease: leaseView(c.lease) };
+/**
+ * The claim answer. `secrets`: the job's secrets opened for it (README "Secrets"); their values go into
+ * its env and, as `mask`, tell the worker what to hide in what it sends back.
+ */
+export function claimResult(c: Claimed, secrets?: { values: ReadonlyMap<string, string> }): ClaimResult {
+  const job = claimedJob(c.job, secrets?.values);
+  if (secrets && secrets.values.size > 0) job.mask = [...new Set(secrets.values.values())];
+  return { job, lease: leaseView(c.lease) };
 }
 
-function claimedJob(job: JobRecord): ClaimedJob {
+function claimedJob(job: JobRecord, secrets?: ReadonlyMap<string, string>): ClaimedJob {
   return {
     job_id: job.job_id,
     workflow_id: job.workflow_id,
@@ -305,7 +311,7 @@ function claimedJob(job: JobRecord): ClaimedJob {
     delayed_until_ms: job.delayed_until_ms,
     run_number: job.run_number,
     name: job.name,
-    env: job.needs.length === 0 ? job.env : { ...resolveNeedsInEnv(job), ...needsResultsEnv(job) },
+    env: job.needs.length === 0 ? resolveEnv(job, secrets) : { ...resolveEnv(job, secrets), ...needsResultsEnv(job) },
     timeout_secs: job.timeout_secs,
   };
 }

@@ -13,6 +13,7 @@ import { jobRoutes } from './routes/jobs.js';
 import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
 import { artifactRoutes } from './routes/artifacts.js';
+import { secretRoutes } from './routes/secrets.js';
 import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -196,6 +197,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   jobRoutes(app, opts.engine);
   batchRoutes(app, opts.engine);
   artifactRoutes(app, opts.engine);
+  secretRoutes(app, opts.engine);
   const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
   const live = new LiveEvents(opts.engine, opts.logger, { pollMs: opts.logPollMs, replayBytes: opts.eventsReplayBytes, maxBacklogBytes: opts.streamBacklogBytes });

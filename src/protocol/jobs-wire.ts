@@ -52,6 +52,9 @@ export const ClaimedJob = Type.Object({
   artifacts: Type.Optional(Type.Array(Type.String())),
   /** What `download:` fetches into the working directory before the command runs. */
   downloads: Type.Optional(Type.Array(ArtifactDownload)),
+  // README "Secrets": only on jobs whose env names secrets, and only in this answer.
+  /** The secret values in `env`: the worker hides each (and its base64 forms) in the logs, outputs and errors it sends. */
+  mask: Type.Optional(Type.Array(Type.String())),
 });
 export type ClaimedJob = Static<typeof ClaimedJob>;
 

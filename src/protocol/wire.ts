@@ -14,3 +14,4 @@ export * from './workers-wire.js';
 export * from './logs-wire.js';
 export * from './service-wire.js';
 export * from './artifacts-wire.js';
+export * from './secrets-wire.js';

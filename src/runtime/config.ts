@@ -7,6 +7,8 @@ import type { TokenEntry } from '../domain/access.js';
 import { ConfigError, envFlag, envNumber, type Env } from './env.js';
 import { loadTokens, tokenWarnings } from './tokens.js';
 import { logFormatFrom, type LogFormat } from './logger.js';
+import { readFileSync } from 'node:fs';
+import { parseSecretKey, SecretKeyError, type SecretKey } from '../engine/secret-box.js';
 
 export { ConfigError } from './env.js';
 
@@ -48,6 +50,8 @@ export interface ServerConfig {
   maxArtifactBytes: number;
   /** ARTIFACTS_DIR (README "Artifacts"): artifact bytes as files there; null keeps them in the store. */
   artifactsDir: string | null;
+  /** WEFT_SECRET_KEY or WEFT_SECRET_KEY_FILE (README "Secrets"); null: secrets can be neither set nor used. */
+  secretKey: SecretKey | null;
 }
 
 const MIB = 1024 * 1024;
@@ -95,7 +99,29 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     maxLogBytesPerAttempt: envNumber(env, 'MAX_LOG_BYTES_PER_ATTEMPT', 64 * MIB, { min: 1024, integer: true }),
     maxArtifactBytes: envNumber(env, 'MAX_ARTIFACT_BYTES', 1024 * MIB, { min: 0, integer: true }),
     artifactsDir: env.ARTIFACTS_DIR?.trim() || null,
+    secretKey: secretKey(env),
   };
+}
+
+/** The key secrets are sealed with: from WEFT_SECRET_KEY, or the file WEFT_SECRET_KEY_FILE names (not both). */
+function secretKey(env: Env): SecretKey | null {
+  const inline = env.WEFT_SECRET_KEY?.trim();
+  const file = env.WEFT_SECRET_KEY_FILE?.trim();
+  if (inline && file) throw new ConfigError('WEFT_SECRET_KEY and WEFT_SECRET_KEY_FILE are both set: keep one');
+  try {
+    if (inline) return parseSecretKey(inline, 'WEFT_SECRET_KEY');
+    if (!file) return null;
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new ConfigError(`WEFT_SECRET_KEY_FILE="${file}" cannot be read: ${(err as Error).message}`);
+    }
+    return parseSecretKey(text, `WEFT_SECRET_KEY_FILE="${file}"`);
+  } catch (err) {
+    if (err instanceof SecretKeyError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
 /** Plain host names: a port, a scheme or a wildcard would never match a Host header as the user meant. */

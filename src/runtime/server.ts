@@ -44,10 +44,13 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     scheduleGraceMs: scheduleGraceMs(config),
     maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
     maxArtifactBytes: config.maxArtifactBytes,
+    secretKey: config.secretKey,
   });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
+    // A key the stored secrets were not sealed with stops the start here, naming both keys.
+    await engine.secrets.checkKey();
     await engine.connectPeers();
     await loadWorkflowFiles(engine, config.workflowsDir, log);
     app = await buildApp({

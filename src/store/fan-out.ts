@@ -50,7 +50,8 @@ export function expandFanOut(placeholder: JobRecord, nowMs: number): FanOut {
       job_id: instanceId(placeholder.job_id, index),
       name: hasExpression(placeholder.name) ? substitute(placeholder.name, resolve) : `${placeholder.name} (${typeof item === 'string' ? item : index})`,
       env: {
-        ...Object.fromEntries(Object.entries(placeholder.env).map(([k, v]) => [k, substitute(v, resolve)])),
+        // An item is an upstream job's output: text to the lease's own pass over env (needs, secrets).
+        ...Object.fromEntries(Object.entries(placeholder.env).map(([k, v]) => [k, substitute(v, resolve, { keepForLater: true })])),
         WEFT_ITEM: valueText(item),
         WEFT_ITEM_INDEX: String(index),
       },

@@ -35,9 +35,11 @@ import type {
 } from './operations.js';
 
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
+import type { SecretReads, SecretWrites } from './secret-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
+export type * from './secret-types.js';
 export type * from './operations.js';
 
 /**
@@ -50,7 +52,7 @@ export type * from './operations.js';
  * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
  * one of the operations of `Store`.
  */
-export interface StoreReads extends ArtifactReads {
+export interface StoreReads extends ArtifactReads, SecretReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
@@ -106,7 +108,7 @@ export interface StoreReads extends ArtifactReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites {
+export interface Store extends ArtifactWrites, SecretWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 

@@ -7,7 +7,7 @@ import { timedOutError } from '../domain/retry.js';
 import type { Outputs } from '../domain/model.js';
 import { describe } from './answers.js';
 import type { JobRun } from './job-run.js';
-import { truncateError, type Outcome } from './outcome.js';
+import { maskOutcome, truncateError, type Outcome } from './outcome.js';
 import type { Settling } from './seams.js';
 import { now, secs } from './timing.js';
 import type { AbortReason } from './worker-api.js';
@@ -64,6 +64,7 @@ function abandoned(run: JobRun, reason: AbortReason, detail: string, note: strin
  * capped backoff until it lands or the lease is gone.
  */
 export async function report(s: Settling, run: JobRun, outcome: Outcome): Promise<Settlement> {
+  outcome = maskOutcome(outcome, run.masks);
   const left = await run.sender.flush(s.logDrainMs);
   if (left > 0 && !run.abandoned) {
     run.log.warn({ chunks: left }, `${left} log chunk(s) could not be delivered within ${secs(s.logDrainMs)}; reporting the result without them`);

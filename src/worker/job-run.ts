@@ -9,6 +9,7 @@ import { keyed } from '../domain/keyed.js';
 import path from 'node:path';
 import { uploadFile, uploadStream } from './artifacts.js';
 import { LogSender } from './log-sender.js';
+import { maskForms, maskText } from '../domain/masking.js';
 import { parseSetOutput, type Outcome } from './outcome.js';
 import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.js';
 import { backoffMs, now } from './timing.js';
@@ -20,6 +21,8 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   readonly log: Logger;
   readonly controller = new AbortController();
   readonly sender: LogSender;
+  /** The job's secrets as the claim answer listed them (`mask`), in every form to hide (README "Secrets"). */
+  readonly masks: readonly string[];
   /** Keyed by names the job prints (`::set-output __proto__=…` included): no prototype. */
   readonly outputs: Outputs = keyed();
   readonly startedAt = now();
@@ -60,6 +63,7 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
       lease_id: claim.lease.lease_id,
     });
     this.sender = new LogSender(this);
+    this.masks = maskForms(claim.job.mask ?? []);
     // timeout_secs counts from the claim on the server; counting from when the claim was sent puts the
     // local deadline no later than the server's, so the job is stopped here, with its last log lines,
     // rather than found out by the reaper or the next heartbeat's 409.
@@ -240,7 +244,8 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
             if (kv) run.outputs[kv[0]] = kv[1];
           }
         }
-        run.sender.push(data.endsWith('\n') ? data : `${data}\n`, s);
+        // Hidden before it leaves: the server hides them too, but need not see them (README "Secrets").
+        run.sender.push(maskText(data.endsWith('\n') ? data : `${data}\n`, run.masks), s);
       },
       setOutput(key: string, value: string) {
         run.outputs[String(key)] = String(value);

@@ -4,6 +4,7 @@
  */
 import type { Outputs } from '../domain/model.js';
 import { keyed } from '../domain/keyed.js';
+import { maskText } from '../domain/masking.js';
 import { PermanentError } from './worker-api.js';
 
 /** The interface's rule: error text sent by workers is truncated to this many characters. */
@@ -11,6 +12,13 @@ export const MAX_ERROR_CHARS = 4096;
 
 /** A handler's result, as it is to be reported. */
 export type Outcome = { ok: true; outputs: Outputs } | { ok: false; error: string; retryable: boolean };
+
+/** The outcome with the job's secrets hidden in its outputs (names and values) or error (README "Secrets"). */
+export function maskOutcome(outcome: Outcome, forms: readonly string[]): Outcome {
+  if (forms.length === 0) return outcome;
+  if (!outcome.ok) return { ...outcome, error: maskText(outcome.error, forms) };
+  return { ok: true, outputs: Object.fromEntries(Object.entries(outcome.outputs).map(([k, v]) => [maskText(k, forms), maskText(v, forms)])) };
+}
 
 /** A `::set-output key=value` line (a trailing CR is ignored), or null. */
 export function parseSetOutput(line: string): [string, string] | null {

@@ -13,6 +13,7 @@ import { reaperAndLogCases } from './conformance-reaper.js';
 import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { artifactCases } from './conformance-artifacts.js';
+import { secretCases } from './conformance-secrets.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
@@ -60,6 +61,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('reaper, logs, workers, reads', () => reaperAndLogCases(withStore));
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('artifacts', () => artifactCases(withStore));
+    describe('secrets', () => secretCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
     describe('matrix jobs', () => matrixCases(withStore));

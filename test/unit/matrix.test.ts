@@ -4,7 +4,7 @@ import { parseTemplate, substitute } from '../../src/domain/expressions.js';
 import { expandMatrix, groupOfInstance, instanceId, instanceName, matrixEnvName } from '../../src/domain/matrix.js';
 import { DefinitionError, parseWorkflowObject } from '../../src/definitions/index.js';
 import { planRun, keptJobs } from '../../src/engine/run-plan.js';
-import { resolveNeedsInEnv } from '../../src/engine/needs-values.js';
+import { resolveEnv } from '../../src/engine/needs-values.js';
 import type { JobRecord } from '../../src/store/store.js';
 
 const body = (value: unknown) => parseWorkflowObject(value, { source: 'request body', id: 'wf' });
@@ -137,7 +137,7 @@ describe('a run of a matrix workflow', () => {
 
   test('needs values of a group: outputs as a JSON array in index order, one result for the whole group', () => {
     const report = planRun(def, 1000).jobs[3]! as unknown as JobRecord;
-    const env = resolveNeedsInEnv({
+    const env = resolveEnv({
       ...report,
       upstream_outputs: { 'test~0': { v: 'a' }, 'test~1': {}, 'test~2': { v: 'c' } },
       needs_results: { 'test~1': 'skipped' },

@@ -11,8 +11,9 @@ import { registerCancel } from './cancel.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 import { registerArtifacts } from './artifacts.js';
+import { registerSecret } from './secret.js';
 
-/** Client-side commands (run, rerun, list, runs, cancel, status, logs, artifacts, workers, validate, apply, token): one module each. */
+/** Client-side commands (run, rerun, list, runs, cancel, status, logs, artifacts, workers, validate, apply, token, secret): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
   registerRerun(program);
@@ -26,4 +27,5 @@ export function registerClientCommands(program: Command): void {
   registerValidate(program);
   registerApply(program);
   registerToken(program);
+  registerSecret(program);
 }

@@ -321,6 +321,23 @@ DROP INDEX jobs_claim;
 CREATE INDEX jobs_claim ON jobs(label_key, priority DESC, ready_at_ms, row_id) WHERE status = 'queued';
 `,
   },
+  {
+    version: 15,
+    name: 'secrets: sealed values by scope and name',
+    // README "Secrets": scope '' is every workflow's, else one workflow id's; the value is sealed by the
+    // engine (src/engine/secret-box.ts) under the key key_id names, so the database never holds it in clear.
+    sql: `
+CREATE TABLE secrets (
+  scope         TEXT NOT NULL,
+  name          TEXT NOT NULL,
+  sealed        TEXT NOT NULL,
+  key_id        TEXT NOT NULL,
+  updated_at_ms BIGINT NOT NULL,
+  updated_by    TEXT,
+  PRIMARY KEY (scope, name)
+);
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -25,9 +25,12 @@ import type {
   StoreReads,
   WorkerRecord,
   WorkflowRecord,
+  LogChunkKey,
+  SecretRecord,
 } from '../store.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { claim, releaseLeases } from './claim.js';
+import { deleteSecret, putSecret, rewriteLogChunk } from './secrets.js';
 import * as events from './events.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import type { PostgresOptions } from './options.js';
@@ -229,6 +232,18 @@ export class PostgresStore implements Store {
 
   abortArtifactUpload(blobId: string): Promise<void> {
     return abortArtifactUpload(this.sql, blobId);
+  }
+
+  putSecret(rec: SecretRecord): Promise<'created' | 'updated'> {
+    return putSecret(this.sql, rec);
+  }
+
+  deleteSecret(scope: string, name: string): Promise<boolean> {
+    return deleteSecret(this.sql, scope, name);
+  }
+
+  rewriteLogChunk(key: LogChunkKey, expected: string, data: string): Promise<boolean> {
+    return rewriteLogChunk(this.sql, key, expected, data);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

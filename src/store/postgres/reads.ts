@@ -2,6 +2,7 @@ import type { JobState } from '../../domain/model.js';
 import type { ActiveJobCount, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { artifactReads } from './artifacts.js';
+import { secretReads } from './secrets.js';
 import { QUERIES } from './queries.js';
 import type { Exec } from './tx.js';
 
@@ -10,6 +11,7 @@ export function makeReads(q: Exec): StoreReads {
   const runKeys = (keys: readonly RunKey[]) => [keys.map((k) => k.workflow_id), keys.map((k) => k.run_number)];
   return {
     ...artifactReads(q),
+    ...secretReads(q),
     getWorkflow: async (id) => {
       const [row] = await q(QUERIES.getWorkflow, [id]);
       return row ? toWorkflow(row) : null;

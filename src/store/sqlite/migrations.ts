@@ -294,6 +294,23 @@ CREATE INDEX jobs_claim ON jobs(label_key, priority DESC, ready_at_ms, row_id) W
 CREATE INDEX jobs_claim_capped ON jobs(label_key) WHERE status = 'queued' AND max_parallel IS NOT NULL;
 `,
   },
+  {
+    version: 15,
+    name: 'secrets: sealed values by scope and name',
+    // README "Secrets": scope '' is every workflow's, else one workflow id's; the value is sealed by the
+    // engine (src/engine/secret-box.ts) under the key key_id names, so this file never holds it in clear.
+    sql: `
+CREATE TABLE secrets (
+  scope         TEXT NOT NULL,
+  name          TEXT NOT NULL,
+  sealed        TEXT NOT NULL,
+  key_id        TEXT NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  updated_by    TEXT,
+  PRIMARY KEY (scope, name)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

@@ -1,6 +1,7 @@
 import type { ActiveJobCount, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import { artifactReads } from './artifacts.js';
+import { secretReads } from './secrets.js';
 import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
@@ -13,6 +14,7 @@ const runKeys = (keys: readonly RunKey[]) => JSON.stringify(keys.map((k) => [k.w
 export function makeReads(c: Conn): StoreReads {
   return {
     ...artifactReads(c),
+    ...secretReads(c),
     getWorkflow: async (id) => {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;

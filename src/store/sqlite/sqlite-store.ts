@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { Outputs } from '../../domain/model.js';
 import type {
+  LogChunkKey,
+  SecretRecord,
   BeginUploadOutcome,
   FinishUploadOutcome,
   CancelRunOutcome,
@@ -190,6 +192,18 @@ export class SqliteStore implements Store {
 
   abortArtifactUpload(blobId: string): Promise<void> {
     return this.write('abortArtifactUpload', blobId);
+  }
+
+  putSecret(rec: SecretRecord): Promise<'created' | 'updated'> {
+    return this.write('putSecret', rec);
+  }
+
+  deleteSecret(scope: string, name: string): Promise<boolean> {
+    return this.write('deleteSecret', scope, name);
+  }
+
+  rewriteLogChunk(key: LogChunkKey, expected: string, data: string): Promise<boolean> {
+    return this.write('rewriteLogChunk', key, expected, data);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -16,6 +16,7 @@ import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
 import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
+import { deleteSecret, putSecret, rewriteLogChunk } from './secrets.js';
 import { pruneWorkers, registerWorker } from './workers.js';
 import { createWorkflow, saveWorkflow } from './workflows.js';
 
@@ -43,6 +44,9 @@ export const WRITES = {
   putArtifactChunk,
   finishArtifactUpload,
   abortArtifactUpload,
+  putSecret,
+  deleteSecret,
+  rewriteLogChunk,
 } satisfies Record<string, (c: Conn, ...args: never[]) => unknown>;
 
 export type WriteName = keyof typeof WRITES;

@@ -1,0 +1,50 @@
+import type { LogChunkKey, SecretInfo, SecretRecord, StoreReads } from '../store.js';
+import { toLogChunk } from '../rows.js';
+import { QUERIES } from './queries.js';
+import { writeStatement, type Exec, type Row, type Sql } from './tx.js';
+
+/**
+ * Secrets (README "Secrets"): the writes, each one statement, and the reads, and the one log write
+ * that hides a secret a push split in two. Values arrive and leave sealed (src/engine/secret-box.ts).
+ */
+
+function toSecretInfo(r: Row): SecretInfo {
+  return {
+    scope: r.scope as string,
+    name: r.name as string,
+    key_id: r.key_id as string,
+    updated_at_ms: Number(r.updated_at_ms),
+    updated_by: (r.updated_by as string | null) ?? null,
+  };
+}
+
+function toSecret(r: Row): SecretRecord {
+  return { ...toSecretInfo(r), sealed: r.sealed as string };
+}
+
+export async function putSecret(sql: Sql, rec: SecretRecord): Promise<'created' | 'updated'> {
+  const [row] = await writeStatement(sql, QUERIES.putSecret, [rec.scope, rec.name, rec.sealed, rec.key_id, rec.updated_at_ms, rec.updated_by]);
+  return row?.created ? 'created' : 'updated';
+}
+
+export async function deleteSecret(sql: Sql, scope: string, name: string): Promise<boolean> {
+  return (await writeStatement(sql, QUERIES.deleteSecret, [scope, name])).length > 0;
+}
+
+export async function rewriteLogChunk(sql: Sql, key: LogChunkKey, expected: string, data: string): Promise<boolean> {
+  const rows = await writeStatement(sql, QUERIES.rewriteLogChunk, [data, key.workflow_id, key.run_number, key.job_id, key.attempt, key.sequence, expected]);
+  return rows.length > 0;
+}
+
+/** The secret reads of makeReads (reads.ts). */
+export function secretReads(q: Exec): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'logChunkBefore'> {
+  return {
+    listSecrets: async () => (await q(QUERIES.listSecrets)).map(toSecretInfo),
+    getSecrets: async (workflowId, names) => (names.length === 0 ? [] : (await q(QUERIES.getSecrets, [workflowId, [...names]])).map(toSecret)),
+    secretKeyIds: async () => (await q(QUERIES.secretKeyIds)).map((r) => r.key_id as string),
+    logChunkBefore: async (key) => {
+      const [row] = await q(QUERIES.logChunkBefore, [key.workflow_id, key.run_number, key.job_id, key.attempt, key.sequence]);
+      return row ? toLogChunk(row) : null;
+    },
+  };
+}
