@@ -1,5 +1,6 @@
 import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
+import { escapeExpressions } from '../domain/expressions.js';
 import { inputEnvName } from '../domain/inputs.js';
 import { jobPriority } from '../domain/priority.js';
 import { own } from '../domain/keyed.js';
@@ -31,7 +32,8 @@ export interface PlanOptions {
 export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
   const { specs } = expandJobs(def, opts.inputs ?? {});
   const dependents = dependentsOf(specs.map((s) => ({ job_id: s.id, needs: s.needs })));
-  const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), value]));
+  // Env values are read for expressions again when a job is leased: an input's is text to that pass.
+  const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), escapeExpressions(value)]));
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
   // A for_each job is expanded by the general way of a need's end (propagate), as conditions are.

@@ -3,7 +3,7 @@
  * ready. Pure: both stores call it inside the transaction that made the job ready (the one that locked
  * its row), and write what it answers with their own SQL.
  */
-import { hasExpression, substitute, valueText } from '../domain/expressions.js';
+import { escapeExpressions, hasExpression, substitute, valueText } from '../domain/expressions.js';
 import { instanceId } from '../domain/matrix.js';
 import type { Outputs } from '../domain/model.js';
 import type { JobRecord, NewJob } from './records.js';
@@ -52,7 +52,7 @@ export function expandFanOut(placeholder: JobRecord, nowMs: number): FanOut {
       env: {
         // An item is an upstream job's output: text to the lease's own pass over env (needs, secrets).
         ...Object.fromEntries(Object.entries(placeholder.env).map(([k, v]) => [k, substitute(v, resolve, { keepForLater: true })])),
-        WEFT_ITEM: valueText(item),
+        WEFT_ITEM: escapeExpressions(valueText(item)),
         WEFT_ITEM_INDEX: String(index),
       },
       pending_needs: 0,

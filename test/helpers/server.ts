@@ -1,3 +1,4 @@
+import type { SecretKey } from '../../src/engine/secret-box.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -52,12 +53,14 @@ export async function startInProcess(
     now?: () => number;
     maxLogBytesPerAttempt?: number;
     maxArtifactBytes?: number;
+    /** WEFT_SECRET_KEY, parsed (README "Secrets"). */
+    secretKey?: SecretKey;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt, maxArtifactBytes: opts.maxArtifactBytes });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt, maxArtifactBytes: opts.maxArtifactBytes, secretKey: opts.secretKey });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,
@@ -194,6 +197,8 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       WEFT_WORKER_TOKEN: undefined,
       WEFT_READ_TOKEN: undefined,
       WEFT_TOKEN: undefined,
+      WEFT_SECRET_KEY: undefined,
+      WEFT_SECRET_KEY_FILE: undefined,
       REQUEST_TIMEOUT_SECS: undefined,
       MAX_STREAMS: undefined,
     },
