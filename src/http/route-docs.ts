@@ -15,6 +15,7 @@ export const TAGS = [
   { name: 'batches', description: 'Batched worker calls for workers that run many jobs at once' },
   { name: 'logs', description: 'Job logs, stored and live' },
   { name: 'artifacts', description: "Files a job's successful attempt uploaded, for later jobs and for people" },
+  { name: 'secrets', description: 'Secrets jobs get in their env: set and listed by admins, never answered' },
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 

@@ -43,6 +43,8 @@ const WORKER_ONLY = [
   'PUT /api/jobs/:lease_id/artifacts/:name',
 ];
 const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name'];
+/** Reads an admin alone may make (README "Secrets": which secrets exist is not for read tokens). */
+const ADMIN_READS = ['GET /api/secrets'];
 const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {
@@ -50,6 +52,7 @@ function expectedRoles(method: string, url: string): Role[] | 'anyone' {
   if (PUBLIC.includes(key)) return 'anyone';
   if (WORKER_ONLY.includes(key)) return ['admin', 'worker'];
   if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read'];
+  if (ADMIN_READS.includes(key)) return ['admin'];
   return method === 'GET' || method === 'HEAD' ? ['admin', 'read'] : ['admin'];
 }
 

@@ -4,7 +4,7 @@
  * taken by a live server, whose documented answers are what the server sends, and whose body schemas
  * refuse what the server refuses.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { request, type HttpResult } from '../helpers/http.js';
 import { ROOT, startInProcess, type InProcessServer } from '../helpers/server.js';
+import { parseSecretKey } from '../../src/engine/secret-box.js';
 
 interface Operation {
   summary?: string;
@@ -47,6 +48,7 @@ const validate = (schema: object, value: unknown): string | null => {
 
 before(async () => {
   server = await startInProcess({
+    secretKey: parseSecretKey(randomBytes(32).toString('base64'), 'WEFT_SECRET_KEY'),
     onRoute: (route) => {
       // The dashboard's page and assets are not API; they are left out of the document on purpose.
       if ((route.schema as { hide?: boolean } | undefined)?.hide) return;
@@ -239,6 +241,13 @@ test('every example is taken by a live server, and every route answers what the 
   assert.equal((await call('DELETE /api/workflows/{id}', { id: 'no-such-workflow' })).status, 404);
   assert.equal((await call('POST /api/workflows', {}, { id: 'to-delete', jobs: { a: { run: 'true' } } })).status, 201);
   assert.deepEqual((await call('DELETE /api/workflows/{id}', { id: 'to-delete' })).body, { deleted: 'to-delete' });
+  for (const [name, value] of examplesOf('PUT /api/secrets/{name}')) {
+    const r = await call('PUT /api/secrets/{name}', { name: 'DEPLOY_KEY' }, value);
+    assert.equal(r.status, 201, `secret example "${name}": ${r.text}`);
+  }
+  assert.deepEqual((await call('GET /api/secrets')).body.secrets.map((s: { name: string }) => s.name), ['DEPLOY_KEY']);
+  assert.equal((await call('DELETE /api/secrets/{name}', { name: 'DEPLOY_KEY' })).status, 200);
+  assert.equal((await call('DELETE /api/secrets/{name}', { name: 'DEPLOY_KEY' })).body.error, 'secret_not_found');
   assert.equal((await call('GET /healthz')).status, 200);
   assert.equal((await call('GET /readyz')).status, 200);
   assert.match((await call('GET /metrics')).text, /^# HELP weft_/m);
