@@ -7,6 +7,7 @@ import { WorkflowsView } from './views/workflows';
 import { WorkflowView } from './views/workflow';
 import { WorkersView } from './views/workers';
 import { HistoryView } from './views/history';
+import { SecretsView } from './views/secrets';
 import './styles.css';
 
 function TokenForm({ req }: { req: TokenRequest }) {
@@ -100,6 +101,9 @@ function App() {
           <a href="#/workers" aria-current={route.view === 'workers' ? 'page' : undefined}>
             Workers
           </a>
+          <a href="#/secrets" aria-current={route.view === 'secrets' ? 'page' : undefined}>
+            Secrets
+          </a>
         </nav>
         <span class="server" title="Choose another with ?server=URL">
           {SERVER}
@@ -115,6 +119,7 @@ function App() {
         {route.view === 'workflow' && <WorkflowView route={route} />}
         {route.view === 'runs' && <HistoryView id={route.id} page={route.page} />}
         {route.view === 'workers' && <WorkersView />}
+        {route.view === 'secrets' && <SecretsView />}
         {route.view === 'unknown' && (
           <p class="error">
             No page at <code>{route.path}</code>. <a href="#/">All workflows</a>

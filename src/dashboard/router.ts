@@ -6,6 +6,7 @@ export type Route =
   | { view: 'workflow'; id: string; run: number | null; job: string | null; attempt: number | null; definition: boolean; line: number | null }
   | { view: 'runs'; id: string; page: number }
   | { view: 'workers' }
+  | { view: 'secrets' }
   | { view: 'unknown'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -21,6 +22,7 @@ export function parseRoute(hash: string): Route {
   }
   if (parts.length === 0) return { view: 'workflows', query };
   if (parts[0] === 'workers' && parts.length === 1) return { view: 'workers' };
+  if (parts[0] === 'secrets' && parts.length === 1) return { view: 'secrets' };
   if (parts[0] === 'workflows' && parts[1] !== undefined && parts[2] === 'runs' && parts.length === 3) {
     return { view: 'runs', id: parts[1], page: Math.max(0, Number(query.get('page') ?? 0) || 0) };
   }

@@ -57,7 +57,7 @@ export function pageErrors(page: Page): string[] {
  * stopped after them, for tests that play the workers themselves over HTTP (`api`). Read the fields
  * inside tests or hooks, once `before` has run.
  */
-export function dashboardStack(prefix: string) {
+export function dashboardStack(prefix: string, env: Record<string, string | undefined> = {}) {
   let browser: Browser | undefined;
   let sb: Sandbox | undefined;
   let server: (SpawnedProcess & { url: string }) | undefined;
@@ -65,7 +65,7 @@ export function dashboardStack(prefix: string) {
   before(async () => {
     browser = await launchChromium();
     sb = makeSandbox(prefix);
-    const p = spawnWeft(['server'], { PORT: '0', ...sb.env }, sb.dir);
+    const p = spawnWeft(['server'], { PORT: '0', ...sb.env, ...env }, sb.dir);
     const m = await p.waitFor(/listening on (http:\/\/[^:\s"]+:(\d+))/);
     server = Object.assign(p, { url: m[1]! });
     api = client(server.url);
