@@ -1,11 +1,15 @@
 /**
- * `concurrency:` of a workflow (README "Workflow definitions"): how many of its runs may be active at
- * once, and what a start does when that many are.
+ * `concurrency:` of a workflow (README "Workflow definitions", "Concurrency groups"): how many of its
+ * runs may be active at once, what a start does when that many are, and the group its runs share with
+ * other workflows' runs.
  */
+import { hasExpression, parseTemplate } from '../domain/expressions.js';
 import type { Concurrency } from '../domain/model.js';
 import { checkKeys, describe, isAbsent, isPlainObject, type At } from './values.js';
 
-const CONCURRENCY_KEYS = ['max_runs', 'when_full'] as const;
+const CONCURRENCY_KEYS = ['max_runs', 'when_full', 'group', 'cancel_in_progress'] as const;
+/** A group name, as written and once its inputs are filled in. */
+export const MAX_GROUP_CHARS = 256;
 export const MAX_CONCURRENT_RUNS = 100;
 const WHEN_FULL = ['reject', 'queue'] as const;
 
@@ -13,13 +17,16 @@ const WHEN_FULL = ['reject', 'queue'] as const;
 export function readConcurrency(value: unknown, at: At): Concurrency | undefined {
   if (isAbsent(value)) return undefined;
   if (!isPlainObject(value)) {
-    at.issues.add(at.job, at.field, `must be a mapping {max_runs?, when_full?}, got ${describe(value)}`);
+    at.issues.add(at.job, at.field, `must be a mapping {max_runs?, when_full?, group?, cancel_in_progress?}, got ${describe(value)}`);
     return undefined;
   }
   checkKeys(value, CONCURRENCY_KEYS, (key, message) => at.issues.add(at.job, `${at.field}.${key}`, message), {
     max: 'max_runs',
     runs: 'max_runs',
     on_full: 'when_full',
+    cancel: 'cancel_in_progress',
+    cancel_in_flight: 'cancel_in_progress',
+    name: 'group',
   });
   const out: Concurrency = { max_runs: 1, when_full: 'reject' };
   if (!isAbsent(value.max_runs)) {
@@ -38,5 +45,47 @@ export function readConcurrency(value: unknown, at: At): Concurrency | undefined
       out.when_full = w as Concurrency['when_full'];
     }
   }
-  return out.max_runs === 1 && out.when_full === 'reject' ? undefined : out;
+  readGroup(value, out, at);
+  return out.max_runs === 1 && out.when_full === 'reject' && out.group === undefined ? undefined : out;
+}
+
+/**
+ * `group` (text, `${{ inputs.* }}` allowed: checked against the declared inputs by checkGroupInputs)
+ * and `cancel_in_progress` (a boolean, only with a group).
+ */
+function readGroup(value: Record<string, unknown>, out: Concurrency, at: At): void {
+  const g = value.group;
+  if (!isAbsent(g)) {
+    if (typeof g !== 'string' || g.trim() === '') {
+      at.issues.add(at.job, `${at.field}.group`, `must be a non-empty text naming the group (e.g. "deploy-\${{ inputs.env }}"), got ${describe(g)}`);
+    } else if (g.length > MAX_GROUP_CHARS) {
+      at.issues.add(at.job, `${at.field}.group`, `is ${g.length} characters; at most ${MAX_GROUP_CHARS} are allowed`);
+    } else {
+      out.group = g;
+    }
+  }
+  const c = value.cancel_in_progress;
+  if (!isAbsent(c)) {
+    if (typeof c !== 'boolean') at.issues.add(at.job, `${at.field}.cancel_in_progress`, `must be true or false, got ${describe(c)}`);
+    else if (isAbsent(g)) at.issues.add(at.job, `${at.field}.cancel_in_progress`, 'needs a group: it cancels the running run of the group');
+    else if (c) out.cancel_in_progress = true;
+  }
+}
+
+/** The group's expressions: values only, and only the run's inputs (it is evaluated when a run starts). */
+export function checkGroupInputs(group: string | undefined, inputs: ReadonlySet<string>, at: At): void {
+  if (group === undefined || !hasExpression(group)) return;
+  const parsed = parseTemplate(group);
+  if ('error' in parsed) {
+    at.issues.add(at.job, `${at.field}.group`, parsed.error);
+    return;
+  }
+  for (const part of parsed.parts) {
+    if (typeof part === 'string' || part.ref.kind === 'literal') continue;
+    if (part.ref.kind !== 'inputs') {
+      at.issues.add(at.job, `${at.field}.group`, `'${part.text}' cannot be used in a group: only \${{ inputs.<name> }}, known when the run starts`);
+    } else if (!inputs.has(part.ref.key)) {
+      at.issues.add(at.job, `${at.field}.group`, `unknown input '${part.ref.key}' (declared: ${[...inputs].join(', ') || 'none'})`);
+    }
+  }
 }

@@ -39,6 +39,8 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
     doc.concurrency = {
       ...(def.concurrency.max_runs !== 1 ? { max_runs: def.concurrency.max_runs } : {}),
       ...(def.concurrency.when_full !== 'reject' ? { when_full: def.concurrency.when_full } : {}),
+      ...(def.concurrency.group !== undefined ? { group: def.concurrency.group } : {}),
+      ...(def.concurrency.cancel_in_progress ? { cancel_in_progress: true } : {}),
     };
   }
   if (def.priority !== undefined) doc.priority = def.priority;

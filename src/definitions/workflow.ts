@@ -6,7 +6,7 @@
 import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
 import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
-import { readConcurrency } from './concurrency.js';
+import { checkGroupInputs, readConcurrency } from './concurrency.js';
 import { readInputs } from './inputs.js';
 import { checkInstanceLabels, checkJobExpressions, type ExpressionScope } from './expressions.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
@@ -50,6 +50,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
   const priority = isAbsent(doc.priority) ? undefined : readPriority(doc.priority, { issues, job: null, field: 'priority' });
   const scope = { inputs: new Set(Object.keys(inputs ?? {})) };
+  checkGroupInputs(concurrency?.group, scope.inputs, { issues, job: null, field: 'concurrency' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues, scope);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
   // A scheduled run is started with the inputs' defaults only: one it could not start is refused now.

@@ -135,6 +135,14 @@ export interface WorkflowDefinition {
 export interface Concurrency {
   max_runs: number;
   when_full: 'reject' | 'queue';
+  /**
+   * A concurrency group (README "Concurrency groups"): at most one run of all the runs, of any workflow,
+   * whose group evaluates to the same name is running; written with `${{ inputs.* }}` as the author
+   * gave it, evaluated when a run starts. Absent: no group.
+   */
+  group?: string;
+  /** With `group`: a start cancels the group's running run instead of waiting for it. */
+  cancel_in_progress?: boolean;
 }
 
 /** The default: one active run; another start is refused. */

@@ -30,7 +30,7 @@ import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
 import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
-import { QueuedRuns } from './queued-runs.js';
+import { QueuedRuns, type GroupQueued } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
@@ -105,9 +105,9 @@ export class Engine extends EngineReads {
         this.peers.sendLabelSets();
         this.announce(outcome.changes);
       },
-      scheduledRunQueued: (id) => {
-        this.queued.noteQueued(id);
+      scheduledRunQueued: (id, group) => {
         this.events.emit('workflow', id);
+        void this.groupQueued(id, group.replaced !== undefined, group);
       },
     });
     this.waiters = new ClaimWaiters(
@@ -196,10 +196,10 @@ export class Engine extends EngineReads {
         const wf = await this.requireWorkflow(r, id);
         return { wf, start: await plan(r, wf, now) };
       });
-      const { jobs, labelSets, inputs, rerun_of } = start;
+      const { jobs, labelSets, inputs, rerun_of, group } = start;
       // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
       await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
-      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of });
+      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group });
       switch (outcome.kind) {
         case 'not_found':
           throw workflowNotFound(id);
@@ -216,11 +216,14 @@ export class Engine extends EngineReads {
         case 'queued':
           this.labelSets.add(labelSets);
           this.peers.sendLabelSets();
-          this.queued.noteQueued(id);
           this.events.emit('workflow', id);
           // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
           this.waiters.wake();
-          this.log.info({ workflow_id: id, run_number: outcome.run.run_number }, 'run queued: every slot of the workflow is taken');
+          this.log.info(
+            { workflow_id: id, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
+            group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
+          );
+          await this.groupQueued(id, group !== null, outcome);
           return this.status(id);
         case 'stale':
           continue;
@@ -323,6 +326,34 @@ export class Engine extends EngineReads {
       throw err;
     }
     return results;
+  }
+
+  /**
+   * After a run of `workflowId` was queued (README "Concurrency groups"): the group's waiting runs it
+   * replaced are told about, and with cancel_in_progress the group's running runs are cancelled, each
+   * as `cancel` would, after which the queued run starts if its slots and group allow. Never throws:
+   * the run is queued durably, and the reaper starts it once the group frees if anything here fails.
+   */
+  private async groupQueued(workflowId: string, grouped: boolean, group: GroupQueued): Promise<void> {
+    this.queued.noteQueued(workflowId, grouped);
+    for (const r of group.replaced ?? []) {
+      this.events.emit('workflow', r.workflow_id);
+      this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'queued run cancelled: a newer run of its concurrency group replaced it');
+    }
+    const supersede = group.supersede ?? [];
+    if (supersede.length === 0) return;
+    try {
+      for (const r of supersede) {
+        const outcome = await this.store.cancelRun(r.workflow_id, this.now(), r.run_number);
+        if (outcome.kind !== 'cancelled') continue;
+        this.announce(outcome.changes);
+        this.events.emit('workflow', r.workflow_id);
+        this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'run cancelled: a newer run of its concurrency group cancels the one in progress');
+      }
+      await this.queued.start(workflowId);
+    } catch (err) {
+      this.log.warn({ err, workflow_id: workflowId }, 'could not cancel the run in progress of the concurrency group now; the queued run waits for it to end');
+    }
   }
 
   /**

@@ -1,4 +1,6 @@
+import { substitute } from '../domain/expressions.js';
 import { inputsProblem, resolveInputs } from '../domain/inputs.js';
+import { MAX_GROUP_CHARS } from '../definitions/concurrency.js';
 import { WeftError } from '../protocol/errors.js';
 import type { JobRecord, LabelSet, NewJob, RunRecord, StoreReads, WorkflowRecord } from '../store/store.js';
 import { keptJobs, planRun, type RerunScope } from './run-plan.js';
@@ -12,6 +14,25 @@ export interface RunStart {
   rerun_of: number | null;
   /** Jobs of the earlier run kept as they were (a re-run). */
   kept: string[];
+  /** Its concurrency group, evaluated with its inputs (README "Concurrency groups"); null: none. */
+  group: { name: string; cancel_in_progress: boolean } | null;
+}
+
+/**
+ * The run's concurrency group: the definition's `concurrency.group` with the run's inputs filled in.
+ * One that comes out empty or too long is a 400 naming the inputs, as a label made from inputs is.
+ */
+export function runGroupOf(wf: WorkflowRecord, inputs: Readonly<Record<string, string>>): RunStart['group'] {
+  const c = wf.definition.concurrency;
+  if (c?.group === undefined) return null;
+  const name = substitute(c.group, (ref) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined)).trim();
+  if (name === '' || name.length > MAX_GROUP_CHARS) {
+    throw new WeftError(
+      'invalid_request',
+      `workflow "${wf.id}": concurrency.group '${c.group}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs; give inputs that name a group`,
+    );
+  }
+  return { name, cancel_in_progress: c.cancel_in_progress === true };
 }
 
 /**
@@ -21,7 +42,7 @@ export interface RunStart {
 export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, string>>, nowMs: number, priority?: number): RunStart {
   const inputs = checkedInputs(wf, given);
   const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs, priority });
-  return { jobs, labelSets, inputs, rerun_of: null, kept: [] };
+  return { jobs, labelSets, inputs, rerun_of: null, kept: [], group: runGroupOf(wf, inputs) };
 }
 
 /**
@@ -55,7 +76,7 @@ export async function rerunOf(
     );
   }
   const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept, priority });
-  return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()] };
+  return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()], group: runGroupOf(wf, inputs) };
 }
 
 /** Run n's values of the inputs the definition still declares: an input removed since is dropped. */

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { type FirePlan, planFires } from '../domain/schedule.js';
 import type { FireScheduleOutcome, LabelSet, Store, WorkflowRecord } from '../store/store.js';
 import { freshRun } from './run-start.js';
+import type { GroupQueued } from './queued-runs.js';
 
 /**
  * The scheduler pass (docs/api.md "Schedules", docs/architecture.md "Schedules"): every workflow whose
@@ -30,7 +31,8 @@ export interface SchedulePassOptions {
   /** A run was started: the engine announces it as it does a run started through the API. */
   onStarted: (outcome: FireScheduleOutcome & { kind: 'started' }, labelSets: LabelSet[]) => void;
   /** A run was queued behind the workflow's active runs (docs/architecture.md "Concurrent runs"). */
-  onQueued: (workflowId: string) => void;
+  /** A run was queued; `group` says what its concurrency group's rule decided (README "Concurrency groups"). */
+  onQueued: (workflowId: string, group: GroupQueued) => void;
 }
 
 export async function fireDueSchedules(store: Store, opts: SchedulePassOptions): Promise<ScheduleTotals> {
@@ -52,13 +54,14 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
     const plan = planOrUnschedule(wf, due, now, opts);
     const start = plan.fire_at_ms !== null;
     // A scheduled run takes the inputs' defaults (a scheduled workflow has no required input without one).
-    const { jobs, labelSets, inputs } = start ? freshRun(wf, {}, now) : { jobs: [], labelSets: [], inputs: {} };
+    const { jobs, labelSets, inputs, group } = start ? freshRun(wf, {}, now) : { jobs: [], labelSets: [], inputs: {}, group: null };
     const outcome = await store.fireSchedule({
       workflow_id: wf.id,
       expected_hash: wf.hash,
       jobs,
       label_sets: labelSets,
       inputs,
+      group,
       now_ms: now,
       fire_at_ms: due,
       next_fire_at_ms: plan.next_fire_at_ms,
@@ -79,8 +82,11 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
       }
       case 'queued':
         totals.started++;
-        opts.onQueued(wf.id);
-        opts.log.info({ ...fields, run_number: outcome.run.run_number }, 'scheduled run queued: every slot of the workflow is taken');
+        opts.onQueued(wf.id, outcome);
+        opts.log.info(
+          { ...fields, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
+          'scheduled run queued: every slot of the workflow is taken, or its concurrency group is busy',
+        );
         return;
       case 'skipped':
         totals.skipped++;

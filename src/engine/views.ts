@@ -70,6 +70,7 @@ function runView(run: RunRecord): RunView {
     finished_at_ms: run.finished_at_ms,
     inputs: run.inputs,
     rerun_of: run.rerun_of,
+    ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
   };
 }
 
@@ -134,6 +135,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     job_counts: byRun.get(run.run_number) ?? (run.plan ? { pending: run.plan.length } : {}),
     inputs: run.inputs,
     rerun_of: run.rerun_of,
+    ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
   }));
 }
 

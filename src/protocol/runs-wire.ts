@@ -18,6 +18,7 @@ export const RunSummary = Type.Object({
   /** As in the status document's `run`. */
   inputs: Type.Unsafe<Record<string, string>>({ ...StringMap, description: "the run's input values; {} when it has none" }),
   rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
+  concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one)" })),
 });
 export type RunSummary = Static<typeof RunSummary>;
 

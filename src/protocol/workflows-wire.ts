@@ -97,6 +97,8 @@ const runViewProperties = {
   inputs: Type.Unsafe<Record<string, string>>({ ...StringMap, description: "the run's input values; {} when it has none" }),
   /** The run this one re-runs (README "Re-running a run"); null for a run started afresh. */
   rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
+  /** README "Concurrency groups": only on a run in one; a `queued` run may be waiting on it. */
+  concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one); a queued run waits while another run of it runs" })),
 };
 export const RunView = Type.Object(runViewProperties);
 export type RunView = Static<typeof RunView>;

@@ -1,5 +1,5 @@
 import type { RunState } from '../domain/model.js';
-import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunRecord } from './records.js';
+import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunKey, RunRecord } from './records.js';
 
 /** What the operations of the store (src/store/store.ts) take and answer. */
 
@@ -53,8 +53,12 @@ export type PushLogsOutcome =
 
 export type StartRunOutcome =
   | { kind: 'started'; run: RunRecord; changes: JobChange[] }
-  /** Every slot of the workflow's `concurrency` is taken and it says `queue`: the run waits for one. */
-  | { kind: 'queued'; run: RunRecord }
+  /**
+   * Every slot of the workflow's `concurrency` is taken and it says `queue`, or its concurrency group
+   * has a running run: the run waits. `replaced`: the group's waiting runs it cancelled;
+   * `supersede`: with cancel_in_progress, the group's running runs the caller is to cancel.
+   */
+  | { kind: 'queued'; run: RunRecord; replaced?: RunKey[]; supersede?: RunKey[] }
   | { kind: 'not_found' }
   /** Every slot is taken (by default: a run is running) and `when_full` is `reject`. */
   | { kind: 'active'; run_number: number; run_numbers: number[] }
@@ -153,8 +157,8 @@ export interface FireScheduleRequest extends StartRunRequest {
 
 export type FireScheduleOutcome =
   | { kind: 'started'; run: RunRecord; changes: JobChange[] }
-  /** Every slot was taken and `when_full` is `queue`: the run waits for one. */
-  | { kind: 'queued'; run: RunRecord }
+  /** Every slot was taken and `when_full` is `queue`, or the group is busy: the run waits (as for startRun). */
+  | { kind: 'queued'; run: RunRecord; replaced?: RunKey[]; supersede?: RunKey[] }
   /** A run was active: next_fire_at_ms moved on, no run started (the fire is skipped, not retried). */
   | { kind: 'skipped'; run_number: number }
   /** `start` was false: next_fire_at_ms moved on. */
@@ -182,6 +186,8 @@ export interface StartRunRequest {
   inputs?: Readonly<Record<string, string>>;
   /** A re-run: the run it was made from. Its jobs may then start as `success`, but at least one must not. */
   rerun_of?: number | null;
+  /** The run's concurrency group, evaluated (README "Concurrency groups"); absent: none. */
+  group?: { name: string; cancel_in_progress: boolean } | null;
 }
 
 /**

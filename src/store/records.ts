@@ -34,6 +34,8 @@ export interface RunRecord {
   inputs: Record<string, string>;
   /** The run a re-run was made from; null for a run started afresh. */
   rerun_of: number | null;
+  /** Its concurrency group, as evaluated when it started (README "Concurrency groups"); null: none. */
+  concurrency_group: string | null;
   /**
    * A `queued` run's jobs as they will be inserted when a slot frees (README "How a run works"); absent
    * for every other run, whose jobs are rows.

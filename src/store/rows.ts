@@ -103,6 +103,7 @@ export function toRun(r: Row): RunRecord {
     finished_at_ms: (r.finished_at_ms as number | null) ?? null,
     inputs: r.inputs === null || r.inputs === undefined ? {} : (JSON.parse(r.inputs as string) as Record<string, string>),
     rerun_of: (r.rerun_of as number | null | undefined) ?? null,
+    concurrency_group: (r.concurrency_group as string | null | undefined) ?? null,
     ...(r.status === 'queued' && typeof r.plan === 'string' ? { plan: JSON.parse(r.plan) as NewJob[] } : {}),
   };
 }

@@ -61,7 +61,7 @@ test('an admin sets a secret for every workflow and one for a workflow, sees nam
   await form.getByLabel('Name').fill('9bad');
   await form.getByLabel('Value').fill('x');
   await form.getByRole('button', { name: 'Set' }).click();
-  assert.equal(await form.getByLabel('Name').evaluate((el: HTMLInputElement) => el.validity.valid), false);
+  assert.equal(await form.getByLabel('Name').evaluate((el) => (el as unknown as { validity: { valid: boolean } }).validity.valid), false);
   assert.deepEqual(errors, []);
 });
 

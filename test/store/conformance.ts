@@ -14,6 +14,7 @@ import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { artifactCases } from './conformance-artifacts.js';
 import { secretCases } from './conformance-secrets.js';
+import { groupStartRace, runGroupCases } from './conformance-run-groups.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
@@ -62,6 +63,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('artifacts', () => artifactCases(withStore));
     describe('secrets', () => secretCases(withStore));
+    describe('concurrency groups', () => runGroupCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
     describe('matrix jobs', () => matrixCases(withStore));
@@ -80,6 +82,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     }
     if (opts.concurrency !== false) {
       describe('concurrency of queued runs', () => withStore('two runs settling at once start each queued run exactly once', (store, h) => queuedStartRace(store, h), { timeout: 60_000 }));
+      describe('concurrency of group starts', () => withStore('six starts of one group on three connections at once: one runs, one waits', (store, h) => groupStartRace(store, h), { timeout: 60_000 }));
     }
   });
 }

@@ -338,6 +338,16 @@ CREATE TABLE secrets (
 );
 `,
   },
+  {
+    version: 17,
+    name: 'concurrency groups: runs.concurrency_group',
+    // README "Concurrency groups": a start and a queued run's start read the group's running and queued
+    // runs, of every workflow, through runs_group; only runs that are in a group are in it.
+    sql: `
+ALTER TABLE runs ADD COLUMN concurrency_group TEXT;
+CREATE INDEX runs_group ON runs(concurrency_group, status) WHERE concurrency_group IS NOT NULL AND status IN ('running', 'queued');
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -73,8 +73,8 @@ export const RUN_QUERIES = {
    * over at the start is settled after COMMIT (startRun).
    */
   insertRun: `WITH run AS (
-      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan)
-      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9) RETURNING *
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan, concurrency_group)
+      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9, $10) RETURNING *
     ), inserted AS (${insertJobs('', '$4')}
     ), latest AS (
       UPDATE workflows SET latest_run = $2::int WHERE id = $1
@@ -92,6 +92,16 @@ export const RUN_QUERIES = {
     ), inserted AS (${insertJobs('run, ', '$3')}
     )
     SELECT run.* FROM run`,
+  /**
+   * A concurrency group's lock (README "Concurrency groups"), held to COMMIT: every start and queued
+   * start in the group reads its runs after taking it, so of two racing starts the second sees the
+   * first's run. Taken after the workflow row's lock; a start of several queued runs in different
+   * groups takes several, so two such may deadlock, which PostgreSQL ends and `transaction` runs again. $1 group
+   */
+  lockRunGroup: `SELECT pg_advisory_xact_lock(hashtext('weft.run-group'), hashtext($1))`,
+  /** A concurrency group's running and queued runs, of every workflow, oldest first, through runs_group. $1 group */
+  groupRuns: `SELECT workflow_id, run_number, status FROM runs WHERE concurrency_group = $1 AND status IN ('running', 'queued')
+    ORDER BY created_at_ms, workflow_id, run_number`,
   /** The workflow's running and queued runs, oldest first, through runs_running and runs_queued. $1 workflow id. */
   activeRuns: `SELECT * FROM runs WHERE workflow_id = $1 AND status = 'running'
     UNION ALL SELECT * FROM runs WHERE workflow_id = $1 AND status = 'queued'

@@ -1,11 +1,13 @@
 import { planCancel, propagate } from '../../domain/conditions.js';
 import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/model.js';
+import { groupDecision, groupIsFree, type GroupRun } from '../../domain/run-groups.js';
 import type {
   CancelRunOutcome,
   FireScheduleOutcome,
   FireScheduleRequest,
   JobChange,
   JobRecord,
+  RunKey,
   RunRecord,
   StartRunOutcome,
   StartedRuns,
@@ -64,10 +66,24 @@ async function startOrQueue(q: Exec, req: StartRunRequest, wf: Row, drained: Sta
   Object.assign(drained, await startQueuedIn(q, req.workflow_id, concurrency.max_runs, req.now_ms));
   const active = (await q(QUERIES.activeRuns, [req.workflow_id])).map(toRun);
   const running = active.filter((r) => r.status === 'running').length;
-  if (running < concurrency.max_runs) return insertNextRun(q, req, wf.latest_run as number, 'running');
-  if (concurrency.when_full === 'queue') return insertNextRun(q, req, wf.latest_run as number, 'queued');
-  const numbers = active.map((r) => r.run_number);
-  return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
+  const group = req.group ? groupDecision(await lockedGroupRuns(q, req.group.name), req.group.cancel_in_progress) : null;
+  if (running >= concurrency.max_runs && concurrency.when_full === 'reject' && !group?.wait) {
+    const numbers = active.map((r) => r.run_number);
+    return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
+  }
+  // GitHub's rule: the newcomer replaces the group's waiting run, whether it waits itself or not.
+  for (const r of group?.replaced ?? []) await q(QUERIES.cancelQueuedRun, [r.workflow_id, r.run_number, req.now_ms]);
+  if (running < concurrency.max_runs && !group?.wait) return insertNextRun(q, req, wf.latest_run as number, 'running');
+  const queued = await insertNextRun(q, req, wf.latest_run as number, 'queued');
+  if (!group || queued.kind !== 'queued') return queued;
+  const key = (r: GroupRun): RunKey => ({ workflow_id: r.workflow_id, run_number: r.run_number });
+  return { ...queued, replaced: group.replaced.map(key), supersede: group.supersede.map(key) };
+}
+
+/** The group's running and queued runs, read once its lock is held (README "Concurrency groups"). */
+async function lockedGroupRuns(q: Exec, group: string): Promise<GroupRun[]> {
+  await q(QUERIES.lockRunGroup, [group]);
+  return (await q(QUERIES.groupRuns, [group])) as unknown as GroupRun[];
 }
 
 function concurrencyOf(wf: Row): Concurrency {
@@ -85,7 +101,11 @@ export async function startQueuedRuns(sql: Sql, workflowId: string, nowMs: numbe
   return out;
 }
 
-/** Queued runs, oldest first, while fewer than `maxRuns` run; the caller holds the workflow row's lock. */
+/**
+ * Queued runs, oldest first, while fewer than `maxRuns` run; the caller holds the workflow row's lock.
+ * A run in a concurrency group starts only while none of the group's runs runs, read under the group's
+ * lock (README "Concurrency groups").
+ */
 async function startQueuedIn(q: Exec, workflowId: string, maxRuns: number, nowMs: number): Promise<StartedRuns> {
   const out: StartedRuns = { started: [], changes: [] };
   const active = (await q(QUERIES.activeRuns, [workflowId])).map(toRun);
@@ -93,6 +113,7 @@ async function startQueuedIn(q: Exec, workflowId: string, maxRuns: number, nowMs
   for (const run of active) {
     if (run.status !== 'queued') continue;
     if (running >= maxRuns) break;
+    if (run.concurrency_group !== null && !groupIsFree(await lockedGroupRuns(q, run.concurrency_group))) continue;
     const jobs = plannedJobsAt(run.plan ?? [], nowMs);
     const [row] = await q(QUERIES.startQueuedRun, [workflowId, run.run_number, jobs.map((j) => jobRow(j, run.run_number))]);
     if (!row) continue;
@@ -155,6 +176,7 @@ async function insertNextRun(
     req.rerun_of ?? null,
     status,
     status === 'queued' ? JSON.stringify(req.jobs) : null,
+    req.group?.name ?? null,
   ]);
   if (req.rerun_of != null) await copyKeptArtifacts(q, req.workflow_id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const missing = new Set(row!.missing_label_keys as string[]);

@@ -29,8 +29,9 @@ export const RUN_QUERIES = {
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
   /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs */
   insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs,
-      cancelled_jobs, inputs, rerun_of, plan)
-    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of, @plan)`,
+      cancelled_jobs, inputs, rerun_of, plan, concurrency_group)
+    VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of, @plan,
+      @concurrency_group)`,
   /** every column of rows.ts jobRow() by name */
   insertJob: `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
@@ -47,6 +48,9 @@ export const RUN_QUERIES = {
       SELECT * FROM runs WHERE workflow_id = ? AND status = 'running'
       UNION ALL SELECT * FROM runs WHERE workflow_id = ? AND status = 'queued'
     ) ORDER BY run_number`,
+  /** A concurrency group's running and queued runs, of every workflow, oldest first, through runs_group. ? group */
+  groupRuns: `SELECT workflow_id, run_number, status FROM runs WHERE concurrency_group = ? AND status IN ('running', 'queued')
+    ORDER BY created_at_ms, workflow_id, run_number`,
   /** Workflows with a queued run, through runs_queued. ? limit */
   queuedWorkflows: `SELECT DISTINCT workflow_id FROM runs WHERE status = 'queued' LIMIT ?`,
   /** A queued run starts: ? status, ? unfinished_jobs, ? finished_at_ms, ? workflow_id, ? run_number */

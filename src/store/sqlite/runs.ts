@@ -6,6 +6,7 @@ import type {
   FireScheduleRequest,
   JobChange,
   NewJob,
+  RunKey,
   RunRecord,
   StartedRuns,
   StartRunOutcome,
@@ -13,6 +14,7 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/model.js';
+import { groupDecision, groupIsFree, type GroupDecision, type GroupRun } from '../../domain/run-groups.js';
 import { plannedJobsAt } from '../rows.js';
 import { inputsColumn, jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import { change } from '../changes.js';
@@ -27,8 +29,10 @@ import { decisionParams, finishJobs, propagateEnd } from './settle.js';
  * Run latest_run + 1. The write transaction holds SQLite's single write lock from its first statement
  * (BEGIN IMMEDIATE), so reading latest_run and setting it cannot interleave with another start: the
  * numbers are unique and gapless. So does counting the running runs against `concurrency.max_runs`
- * (docs/architecture.md "Concurrent runs"): queued runs that a free slot is waiting for start first,
- * then the new run starts, queues, or is refused.
+ * (docs/architecture.md "Concurrent runs") and reading the run's concurrency group, of every workflow
+ * (README "Concurrency groups"): queued runs that a free slot is waiting for start first, then the new
+ * run starts, queues (the workflow's slots are taken and it says `queue`, or its group has a running
+ * run: it replaces the group's waiting run), or is refused.
  */
 export function startRun(
   c: Conn,
@@ -43,45 +47,51 @@ export function startRun(
   const active = (c.q('activeRuns').all(wf.id, wf.id) as Row[]).map(toRun);
   const running = active.filter((r) => r.status === 'running').length;
   const runNumber = wf.latest_run + 1;
-  if (running >= max_runs) {
-    if (when_full === 'reject') {
-      const numbers = active.map((r) => r.run_number);
-      return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
-    }
-    const run: RunRecord = {
-      workflow_id: wf.id,
-      run_number: runNumber,
-      status: 'queued',
-      created_at_ms: req.now_ms,
-      finished_at_ms: null,
-      inputs: { ...req.inputs },
-      rerun_of: req.rerun_of ?? null,
-    };
+  const group = req.group ? groupDecision(groupRuns(c, req.group.name), req.group.cancel_in_progress) : null;
+  if (running >= max_runs && when_full === 'reject' && !group?.wait) {
+    const numbers = active.map((r) => r.run_number);
+    return { kind: 'active', run_number: numbers[numbers.length - 1]!, run_numbers: numbers };
+  }
+  // GitHub's rule: the newcomer replaces the group's waiting run, whether it waits itself or not.
+  for (const r of group?.replaced ?? []) c.q('cancelQueuedRun').run(req.now_ms, r.workflow_id, r.run_number);
+  const base = {
+    workflow_id: wf.id,
+    run_number: runNumber,
+    created_at_ms: req.now_ms,
+    inputs: { ...req.inputs },
+    rerun_of: req.rerun_of ?? null,
+    concurrency_group: req.group?.name ?? null,
+  };
+  if (running >= max_runs || group?.wait) {
+    const run: RunRecord = { ...base, status: 'queued', finished_at_ms: null };
     c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: 0, plan: JSON.stringify(req.jobs) });
     if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
     insertLabelSets(c, req);
     c.q('setLatestRun').run(runNumber, wf.id);
-    return { kind: 'queued', run: { ...run, plan: [...req.jobs] } };
+    return { kind: 'queued', run: { ...run, plan: [...req.jobs] }, ...groupOutcome(group) };
   }
   // A re-run's kept jobs start as `success`, and jobs a condition skipped at the start as `skipped`
   // (src/engine/run-plan.ts): both are finished already.
   const unfinished = req.jobs.filter((j) => !isTerminal(j.status)).length;
   const counts = { unfinished, failed: 0, cancelled: 0 };
-  const run: RunRecord = {
-    workflow_id: wf.id,
-    run_number: runNumber,
-    status: runStateFromCounts(counts),
-    created_at_ms: req.now_ms,
-    finished_at_ms: unfinished === 0 ? req.now_ms : null,
-    inputs: { ...req.inputs },
-    rerun_of: req.rerun_of ?? null,
-  };
+  const run: RunRecord = { ...base, status: runStateFromCounts(counts), finished_at_ms: unfinished === 0 ? req.now_ms : null };
   c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished, plan: null });
   if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const changes = [...drained.changes, ...insertJobs(c, wf.id, runNumber, req.jobs)];
   insertLabelSets(c, req);
   c.q('setLatestRun').run(runNumber, wf.id);
   return { kind: 'started', run, changes };
+}
+
+/** A concurrency group's running and queued runs, of every workflow (README "Concurrency groups"). */
+function groupRuns(c: Conn, group: string): GroupRun[] {
+  return c.q('groupRuns').all(group) as GroupRun[];
+}
+
+function groupOutcome(group: GroupDecision | null): { replaced?: RunKey[]; supersede?: RunKey[] } {
+  if (!group) return {};
+  const key = (r: GroupRun): RunKey => ({ workflow_id: r.workflow_id, run_number: r.run_number });
+  return { replaced: group.replaced.map(key), supersede: group.supersede.map(key) };
 }
 
 function insertJobs(c: Conn, workflowId: string, runNumber: number, jobs: readonly NewJob[]): JobChange[] {
@@ -115,6 +125,8 @@ function startQueuedIn(c: Conn, wf: WorkflowRecord, nowMs: number): StartedRuns 
   let running = active.length - queued.length;
   for (const run of queued) {
     if (running >= max_runs) break;
+    // Its group's running run, of whichever workflow, goes first (README "Concurrency groups").
+    if (run.concurrency_group !== null && !groupIsFree(groupRuns(c, run.concurrency_group))) continue;
     const jobs = plannedJobsAt(run.plan ?? [], nowMs);
     const unfinished = jobs.filter((j) => !isTerminal(j.status)).length;
     const status = runStateFromCounts({ unfinished, failed: 0, cancelled: 0 });
