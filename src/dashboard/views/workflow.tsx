@@ -308,6 +308,13 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             'never run'
           )}
           {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
+          {doc.run?.concurrency_group && (
+            <span class="run-group" data-group={doc.run.concurrency_group}>
+              {runStatus === 'queued'
+                ? ` · waiting for group ${doc.run.concurrency_group} (or a free slot of this workflow)`
+                : ` · group ${doc.run.concurrency_group}`}
+            </span>
+          )}
           {doc.run?.inputs && Object.keys(doc.run.inputs).length > 0 && (
             <> · inputs: {Object.entries(doc.run.inputs).map(([k, v]) => `${k}=${v}`).join(', ')}</>
           )}

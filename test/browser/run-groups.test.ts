@@ -1,0 +1,28 @@
+/**
+ * A run waiting on its concurrency group says so in the dashboard's run header (README "Concurrency
+ * groups"), and the header follows live when the group frees and the run starts; in a real Chromium
+ * against a real `weft server`, the test playing the worker over HTTP.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dashboardStack } from '../helpers/browser.js';
+
+const WAIT = { timeout: 60_000 };
+const stack = dashboardStack('weft-dash-groups-');
+
+test('a queued run names the group it waits for, and shows it running once the group frees', async () => {
+  for (const id of ['api', 'web']) {
+    await stack.api.createWorkflow({ id, concurrency: { group: 'deploy-prod' }, jobs: { ship: { run: 'true', labels: [`g-${id}`] } } });
+  }
+  await stack.api.run('api');
+  const queued = await stack.api.post('/api/workflows/web/run', {});
+  assert.equal(queued.body.run.status, 'queued');
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/web`);
+  await page.getByText('waiting for group deploy-prod').waitFor(WAIT);
+
+  const c = await stack.api.claim('w', ['g-api']);
+  assert.equal((await stack.api.post(`/api/jobs/${c!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await page.locator('.run-group', { hasText: /^ · group deploy-prod$/ }).waitFor(WAIT);
+  assert.deepEqual(errors, []);
+});
