@@ -114,12 +114,19 @@ test('fail_fast: one instance failing cancels its running sibling, the run fails
 
   await api.createWorkflow({
     id: 'mp',
-    jobs: { test: { strategy: { matrix: { n: [1, 2, 3, 4] }, max_parallel: 1 }, run: 'sleep 0.3' } },
+    // Each instance records its own start and end: a claim's and a completion's server times are taken
+    // when their requests arrive, so two that cross in one write batch may read a few ms out of order.
+    jobs: {
+      test: {
+        strategy: { matrix: { n: [1, 2, 3, 4] }, max_parallel: 1 },
+        run: 'echo "::set-output start=$(date +%s%3N)"; sleep 0.3; echo "::set-output end=$(date +%s%3N)"',
+      },
+    },
   });
   await api.run('mp');
   const mp = await api.settled('mp', 30_000);
   assert.equal(mp.status, 'success');
-  const spans = mp.jobs.map((j: any) => [j.started_at_ms, j.finished_at_ms]).sort((a: number[], b: number[]) => a[0]! - b[0]!);
+  const spans = mp.jobs.map((j: any) => [Number(j.outputs.start), Number(j.outputs.end)]).sort((a: number[], b: number[]) => a[0]! - b[0]!);
   for (let i = 1; i < spans.length; i++) assert.ok(spans[i][0] >= spans[i - 1][1], `instance ${i} started before the one before it finished: ${JSON.stringify(spans)}`);
 });
 

@@ -62,7 +62,7 @@ export async function assertUpgradeCarriesOn(store: Store): Promise<void> {
   assert.equal((await store.read((r) => r.getRun('bad', 1)))?.status, 'running');
   await complete(store, q.lease.lease_id, {}, 4000);
   assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
-    workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000, inputs: {}, rerun_of: null,
+    workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000, inputs: {}, rerun_of: null, concurrency_group: null,
   });
   await labelSetsCarryOn(store);
 }
