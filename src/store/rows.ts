@@ -1,7 +1,7 @@
 import type { JobCondition } from '../domain/conditions.js';
 import { DEFAULT_PRIORITY } from '../domain/priority.js';
 import type { JobState, RunState, WorkflowDefinition } from '../domain/model.js';
-import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, WorkerRecord, WorkflowRecord } from './store.js';
+import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, SecretInfo, SecretRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
 /**
  * Row encoding shared by the SQL stores: both keep JSON in text columns and the same column names,
@@ -241,4 +241,19 @@ export function newLease(
  */
 export function plannedJobsAt(plan: readonly NewJob[], nowMs: number): NewJob[] {
   return plan.map((j) => (j.status === 'queued' ? { ...j, enqueued_at_ms: nowMs, ready_at_ms: Math.max(nowMs, j.delayed_until_ms) } : { ...j }));
+}
+
+/** A `secrets` row without its sealed value (README "Secrets"). */
+export function toSecretInfo(r: Row): SecretInfo {
+  return {
+    scope: r.scope as string,
+    name: r.name as string,
+    key_id: r.key_id as string,
+    updated_at_ms: Number(r.updated_at_ms),
+    updated_by: (r.updated_by as string | null) ?? null,
+  };
+}
+
+export function toSecret(r: Row): SecretRecord {
+  return { ...toSecretInfo(r), sealed: r.sealed as string };
 }

@@ -1,26 +1,12 @@
-import type { LogChunkKey, SecretInfo, SecretRecord, StoreReads } from '../store.js';
-import { toLogChunk } from '../rows.js';
+import type { LogChunkKey, SecretRecord, StoreReads } from '../store.js';
+import { toLogChunk, toSecret, toSecretInfo } from '../rows.js';
 import { QUERIES } from './queries.js';
-import { writeStatement, type Exec, type Row, type Sql } from './tx.js';
+import { writeStatement, type Exec, type Sql } from './tx.js';
 
 /**
  * Secrets (README "Secrets"): the writes, each one statement, and the reads, and the one log write
  * that hides a secret a push split in two. Values arrive and leave sealed (src/engine/secret-box.ts).
  */
-
-function toSecretInfo(r: Row): SecretInfo {
-  return {
-    scope: r.scope as string,
-    name: r.name as string,
-    key_id: r.key_id as string,
-    updated_at_ms: Number(r.updated_at_ms),
-    updated_by: (r.updated_by as string | null) ?? null,
-  };
-}
-
-function toSecret(r: Row): SecretRecord {
-  return { ...toSecretInfo(r), sealed: r.sealed as string };
-}
 
 export async function putSecret(sql: Sql, rec: SecretRecord): Promise<'created' | 'updated'> {
   const [row] = await writeStatement(sql, QUERIES.putSecret, [rec.scope, rec.name, rec.sealed, rec.key_id, rec.updated_at_ms, rec.updated_by]);

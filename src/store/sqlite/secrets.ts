@@ -1,25 +1,11 @@
-import type { LogChunkKey, SecretInfo, SecretRecord, StoreReads } from '../store.js';
-import { toLogChunk, type Row } from '../rows.js';
+import type { LogChunkKey, SecretRecord, StoreReads } from '../store.js';
+import { toLogChunk, toSecret, toSecretInfo, type Row } from '../rows.js';
 import type { Conn } from './connection.js';
 
 /**
  * Secrets (README "Secrets") as synchronous writes (see writes.ts) and reads, and the one log write
  * that hides a secret a push split in two. Values arrive and leave sealed (src/engine/secret-box.ts).
  */
-
-function toSecretInfo(r: Row): SecretInfo {
-  return {
-    scope: r.scope as string,
-    name: r.name as string,
-    key_id: r.key_id as string,
-    updated_at_ms: Number(r.updated_at_ms),
-    updated_by: (r.updated_by as string | null) ?? null,
-  };
-}
-
-function toSecret(r: Row): SecretRecord {
-  return { ...toSecretInfo(r), sealed: r.sealed as string };
-}
 
 export function putSecret(c: Conn, rec: SecretRecord): 'created' | 'updated' {
   const existed = c.q('secretExists').get(rec.scope, rec.name) !== undefined;
