@@ -147,10 +147,7 @@ export class Secrets {
     const known = this.masks.get(leaseId);
     if (known !== undefined) return known;
     // Claimed through another server, or before this one started: read the job the lease is for.
-    const job = await this.store.read(async (r) => {
-      const lease = await r.getLease(leaseId);
-      return lease ? r.getJob(lease.workflow_id, lease.run_number, lease.job_id) : null;
-    });
+    const job = await this.store.read((r) => r.leaseJobEnv(leaseId));
     const names = job ? secretNamesOf(job.env) : [];
     let forms: readonly string[] = [];
     if (job && names.length > 0) {

@@ -37,6 +37,8 @@ export interface SecretReads {
   getSecrets(workflowId: string, names: readonly string[]): Promise<SecretRecord[]>;
   /** The fingerprints of the keys the stored secrets were sealed with. */
   secretKeyIds(): Promise<string[]>;
+  /** The workflow and env of the job a lease is for, in one read: what its secrets are (null: no such lease). */
+  leaseJobEnv(leaseId: string): Promise<{ workflow_id: string; env: Record<string, string> } | null>;
   /** The attempt's last stored log chunk before `key.sequence`, if any. */
   logChunkBefore(key: LogChunkKey): Promise<LogChunkRecord | null>;
 }

@@ -74,7 +74,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
     test('a job gets its secrets in env and nothing else shows them: logs (echoed, base64, split across pushes), outputs, errors, answers, events, the server log', async (t) => {
       const { sb, start } = await setup(t);
       const key = newKey();
-      const { server, admin, worker, reader } = await start({ WEFT_SECRET_KEY: key });
+      const { server, env, admin, worker, reader } = await start({ WEFT_SECRET_KEY: key });
       const DEPLOY = `dk-${randomBytes(12).toString('hex')}`;
       const SCOPED = `scoped-${randomBytes(12).toString('hex')}`;
       const GLOBAL = `global-${randomBytes(12).toString('hex')}`;
@@ -161,12 +161,21 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       assert.equal((await worker.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 0, data: `raw ${ROTATED} and ${b64}\n` }] })).status, 200);
       assert.equal((await worker.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 1, data: `half: ${ROTATED.slice(0, 9)}` }] })).status, 200);
       assert.equal((await worker.post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 2, data: `${ROTATED.slice(9)} end\n` }] })).status, 200);
+      if (backend === 'postgres') {
+        // Another server on the same database, which never saw the claim: it hides the values all the same.
+        const other = await serverProcess(t, sb, { ...env, WEFT_SECRET_KEY: key });
+        const pushed = await client(other.url).post(`/api/jobs/${lease}/logs`, { chunks: [{ sequence: 3, data: `elsewhere ${ROTATED}\n` }] }, auth(TOKENS.worker));
+        assert.equal(pushed.status, 200, pushed.text);
+        other.kill('SIGTERM');
+        await other.exited;
+      }
       assert.equal((await worker.post(`/api/jobs/${lease}/complete`, { outputs: { [`k-${ROTATED}`]: `v ${ROTATED}` } })).status, 200);
       const rawLog = (await admin.get('/api/workflows/deploy/jobs/ship/logs?run=2')).body as any[];
       const joined = rawLog.map((x) => x.data).join('');
       assert.deepEqual(leaks(joined, ROTATED), [], joined);
       assert.match(joined, /raw \*\*\* and \*\*\*/);
       assert.match(joined, /half: \*\*\* end/);
+      if (backend === 'postgres') assert.match(joined, /elsewhere \*\*\*/);
       const c2 = (await worker.post('/api/jobs/claim', { worker_id: 'raw', labels: [] })).body;
       assert.equal(c2.job.job_id, 'after');
       assert.equal((await worker.post(`/api/jobs/${c2.lease.lease_id}/fail`, { error: `boom ${ROTATED}`, retryable: false })).status, 200);

@@ -45,6 +45,10 @@ export function secretCases(withStore: Case): void {
     ], 1100);
     assert.equal(pushed.kind, 'stored');
     const at = { workflow_id: 'wf', run_number: 1, job_id: 'a', attempt: 0 };
+    const of = await read(store, (r) => r.leaseJobEnv(c.lease.lease_id));
+    assert.equal(of?.workflow_id, 'wf');
+    assert.deepEqual(of?.env, c.job.env);
+    assert.equal(await read(store, (r) => r.leaseJobEnv('no-such-lease')), null);
     assert.equal(await read(store, (r) => r.logChunkBefore({ ...at, sequence: 0 })), null);
     assert.equal((await read(store, (r) => r.logChunkBefore({ ...at, sequence: 5 })))?.sequence, 2);
     assert.equal((await read(store, (r) => r.logChunkBefore({ ...at, sequence: 2 })))?.data, 'first ');

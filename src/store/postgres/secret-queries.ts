@@ -13,6 +13,8 @@ export const SECRET_QUERIES = {
   listSecrets: `SELECT scope, name, key_id, updated_at_ms, updated_by FROM secrets ORDER BY scope, name`,
   /** $1 workflow_id, $2 names (text[]) */
   getSecrets: `SELECT * FROM secrets WHERE scope IN ('', $1) AND name = ANY($2::text[])`,
+  /** The job of a lease, for the secrets its env names. $1 lease_id */
+  leaseJobEnv: `SELECT j.workflow_id, j.env FROM leases l JOIN jobs j ON j.row_id = l.job_row_id WHERE l.lease_id = $1`,
   secretKeyIds: `SELECT DISTINCT key_id FROM secrets ORDER BY key_id`,
   /** $1 workflow_id, $2 run_number, $3 job_id, $4 attempt, $5 sequence */
   logChunkBefore: `SELECT * FROM log_chunks

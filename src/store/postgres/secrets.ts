@@ -23,8 +23,12 @@ export async function rewriteLogChunk(sql: Sql, key: LogChunkKey, expected: stri
 }
 
 /** The secret reads of makeReads (reads.ts). */
-export function secretReads(q: Exec): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'logChunkBefore'> {
+export function secretReads(q: Exec): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'leaseJobEnv' | 'logChunkBefore'> {
   return {
+    leaseJobEnv: async (leaseId) => {
+      const [row] = await q(QUERIES.leaseJobEnv, [leaseId]);
+      return row ? { workflow_id: row.workflow_id as string, env: JSON.parse(row.env as string) as Record<string, string> } : null;
+    },
     listSecrets: async () => (await q(QUERIES.listSecrets)).map(toSecretInfo),
     getSecrets: async (workflowId, names) => (names.length === 0 ? [] : (await q(QUERIES.getSecrets, [workflowId, [...names]])).map(toSecret)),
     secretKeyIds: async () => (await q(QUERIES.secretKeyIds)).map((r) => r.key_id as string),

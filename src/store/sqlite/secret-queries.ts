@@ -15,6 +15,8 @@ export const SECRET_QUERIES = {
   listSecrets: `SELECT scope, name, key_id, updated_at_ms, updated_by FROM secrets ORDER BY scope, name`,
   /** ? workflow_id, ? names (JSON list) */
   getSecrets: `SELECT * FROM secrets WHERE scope IN ('', ?) AND name IN (SELECT value FROM json_each(?))`,
+  /** The job of a lease, for the secrets its env names. ? lease_id */
+  leaseJobEnv: `SELECT j.workflow_id, j.env FROM leases l JOIN jobs j ON j.row_id = l.job_row_id WHERE l.lease_id = ?`,
   secretKeyIds: `SELECT DISTINCT key_id FROM secrets ORDER BY key_id`,
   /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? sequence */
   logChunkBefore: `SELECT * FROM log_chunks

@@ -22,8 +22,12 @@ export function rewriteLogChunk(c: Conn, key: LogChunkKey, expected: string, dat
 }
 
 /** The secret reads of makeReads (reads.ts). */
-export function secretReads(c: Conn): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'logChunkBefore'> {
+export function secretReads(c: Conn): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'leaseJobEnv' | 'logChunkBefore'> {
   return {
+    leaseJobEnv: async (leaseId) => {
+      const row = c.q('leaseJobEnv').get(leaseId) as Row | undefined;
+      return row ? { workflow_id: row.workflow_id as string, env: JSON.parse(row.env as string) as Record<string, string> } : null;
+    },
     listSecrets: async () => (c.q('listSecrets').all() as Row[]).map(toSecretInfo),
     getSecrets: async (workflowId, names) =>
       names.length === 0 ? [] : (c.q('getSecrets').all(workflowId, JSON.stringify(names)) as Row[]).map(toSecret),
