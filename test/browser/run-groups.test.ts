@@ -26,3 +26,13 @@ test('a queued run names the group it waits for, and shows it running once the g
   await page.locator('.run-group', { hasText: /^ · group deploy-prod$/ }).waitFor(WAIT);
   assert.deepEqual(errors, []);
 });
+
+test('a run queued behind max_runs says it waits for a free slot', async () => {
+  await stack.api.createWorkflow({ id: 'slots', concurrency: { max_runs: 1, when_full: 'queue' }, jobs: { a: { run: 'true', labels: ['g-slots'] } } });
+  await stack.api.run('slots');
+  assert.equal((await stack.api.post('/api/workflows/slots/run', {})).body.run.status, 'queued');
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/slots`);
+  await page.getByText('waiting for a free slot: every run concurrency.max_runs allows is running').waitFor(WAIT);
+  assert.deepEqual(errors, []);
+});

@@ -308,6 +308,9 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
             'never run'
           )}
           {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
+          {doc.run && !doc.run.concurrency_group && runStatus === 'queued' && (
+            <span class="run-group"> · waiting for a free slot: every run concurrency.max_runs allows is running</span>
+          )}
           {doc.run?.concurrency_group && (
             <span class="run-group" data-group={doc.run.concurrency_group}>
               {runStatus === 'queued'
