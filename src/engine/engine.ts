@@ -30,7 +30,7 @@ import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
 import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
-import { QueuedRuns, type GroupQueued } from './queued-runs.js';
+import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
@@ -67,7 +67,7 @@ export class Engine extends EngineReads {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
     this.log = opts.logger;
     this.outage = new OutageWarnings(opts.logger);
-    this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
+    this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.leases = new LeaseCalls({
@@ -107,7 +107,7 @@ export class Engine extends EngineReads {
       },
       scheduledRunQueued: (id, group) => {
         this.events.emit('workflow', id);
-        void this.groupQueued(id, group.replaced !== undefined, group);
+        void this.queued.afterQueued(id, group.replaced !== undefined, group);
       },
     });
     this.waiters = new ClaimWaiters(
@@ -223,7 +223,7 @@ export class Engine extends EngineReads {
             { workflow_id: id, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
             group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
           );
-          await this.groupQueued(id, group !== null, outcome);
+          await this.queued.afterQueued(id, group !== null, outcome);
           return this.status(id);
         case 'stale':
           continue;
@@ -317,7 +317,7 @@ export class Engine extends EngineReads {
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
     const secrets = await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
     const results = claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id)));
-    await this.failUnopened(secrets.failed, ask.token_name ?? null);
+    await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
     try {
       await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
     } catch (err) {
@@ -326,46 +326,6 @@ export class Engine extends EngineReads {
       throw err;
     }
     return results;
-  }
-
-  /**
-   * After a run of `workflowId` was queued (README "Concurrency groups"): the group's waiting runs it
-   * replaced are told about, and with cancel_in_progress the group's running runs are cancelled, each
-   * as `cancel` would, after which the queued run starts if its slots and group allow. Never throws:
-   * the run is queued durably, and the reaper starts it once the group frees if anything here fails.
-   */
-  private async groupQueued(workflowId: string, grouped: boolean, group: GroupQueued): Promise<void> {
-    this.queued.noteQueued(workflowId, grouped);
-    for (const r of group.replaced ?? []) {
-      this.events.emit('workflow', r.workflow_id);
-      this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'queued run cancelled: a newer run of its concurrency group replaced it');
-    }
-    const supersede = group.supersede ?? [];
-    if (supersede.length === 0) return;
-    try {
-      for (const r of supersede) {
-        const outcome = await this.store.cancelRun(r.workflow_id, this.now(), r.run_number);
-        if (outcome.kind !== 'cancelled') continue;
-        this.announce(outcome.changes);
-        this.events.emit('workflow', r.workflow_id);
-        this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'run cancelled: a newer run of its concurrency group cancels the one in progress');
-      }
-      await this.queued.start(workflowId);
-    } catch (err) {
-      this.log.warn({ err, workflow_id: workflowId }, 'could not cancel the run in progress of the concurrency group now; the queued run waits for it to end');
-    }
-  }
-
-  /**
-   * A claimed job whose secrets are gone or do not open is never handed out with them missing: it fails
-   * at once, for good, with the reason in its error (README "Secrets").
-   */
-  private async failUnopened(failed: ReadonlyMap<string, string>, holder: string | null): Promise<void> {
-    for (const [leaseId, reason] of failed) {
-      await this.leases.fail(leaseId, `weft could not give the job its secrets: ${reason}`, false, holder).catch((err: unknown) => {
-        this.log.warn({ lease_id: leaseId, err }, 'a job whose secrets did not open could not be failed; its lease will run out');
-      });
-    }
   }
 
   /**

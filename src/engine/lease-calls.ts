@@ -99,6 +99,18 @@ export class LeaseCalls {
   }
 
   /**
+   * Claimed jobs whose secrets are gone or do not open (README "Secrets"), by lease id with the
+   * reason: each fails at once, for good, with the reason in its error, and is never handed out.
+   */
+  async failUnopened(failed: ReadonlyMap<string, string>, holder: string | null): Promise<void> {
+    for (const [leaseId, reason] of failed) {
+      await this.fail(leaseId, `weft could not give the job its secrets: ${reason}`, false, holder).catch((err: unknown) => {
+        this.ctx.log.warn({ lease_id: leaseId, err }, 'a job whose secrets did not open could not be failed; its lease will run out');
+      });
+    }
+  }
+
+  /**
    * Stores log chunks of the lease's attempt; a re-sent sequence is kept once. Past the attempt's
    * MAX_LOG_BYTES_PER_ATTEMPT the answer says `truncated` (src/domain/log-budget.ts).
    */

@@ -11,7 +11,8 @@ export interface GroupQueued {
 const QUEUED_WORKFLOWS_PER_PASS = 1000;
 
 /**
- * Starts queued runs when a slot of their workflow frees (docs/architecture.md "Concurrent runs"). The
+ * Starts queued runs when a slot of their workflow, or their concurrency group, frees (docs/architecture.md
+ * "Concurrent runs"), and carries out what a grouped start decided (afterQueued). The
  * store does the starting, exactly once under the workflow row's lock; this only decides when to ask:
  * right after an operation of this process changed a job of a workflow known to have queued runs, and
  * on every reaper pass for every workflow that has any (so runs queued through another server, or
@@ -30,12 +31,42 @@ export class QueuedRuns {
     private readonly store: Store,
     private readonly now: () => number,
     private readonly announce: (changes: readonly JobChange[]) => void,
+    /** A workflow's runs changed (a run cancelled here): told to live-event listeners. */
+    private readonly workflowChanged: (workflowId: string) => void,
     private readonly log: Logger,
   ) {}
 
   noteQueued(workflowId: string, grouped = false): void {
     this.waiting.add(workflowId);
     if (grouped) this.waitingOnGroup.add(workflowId);
+  }
+
+  /**
+   * After a run of `workflowId` was queued (README "Concurrency groups"): the group's waiting runs it
+   * replaced are told about, and with cancel_in_progress the group's running runs are cancelled, each
+   * as a cancel does, after which the queued run starts if its slots and group allow. Never throws:
+   * the run is queued durably, and the reaper starts it once the group frees if anything here fails.
+   */
+  async afterQueued(workflowId: string, grouped: boolean, group: GroupQueued): Promise<void> {
+    this.noteQueued(workflowId, grouped);
+    for (const r of group.replaced ?? []) {
+      this.workflowChanged(r.workflow_id);
+      this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'queued run cancelled: a newer run of its concurrency group replaced it');
+    }
+    const supersede = group.supersede ?? [];
+    if (supersede.length === 0) return;
+    try {
+      for (const r of supersede) {
+        const outcome = await this.store.cancelRun(r.workflow_id, this.now(), r.run_number);
+        if (outcome.kind !== 'cancelled') continue;
+        this.announce(outcome.changes);
+        this.workflowChanged(r.workflow_id);
+        this.log.info({ workflow_id: r.workflow_id, run_number: r.run_number, by: workflowId }, 'run cancelled: a newer run of its concurrency group cancels the one in progress');
+      }
+      await this.start(workflowId);
+    } catch (err) {
+      this.log.warn({ err, workflow_id: workflowId }, 'could not cancel the run in progress of the concurrency group now; the queued run waits for it to end');
+    }
   }
 
   /**
