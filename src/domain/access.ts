@@ -4,11 +4,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const ROLES = ['admin', 'worker', 'read'] as const;
+/** `approver` (README "Approvals"): reads, and approves or rejects jobs awaiting approval; nothing else. */
+export const ROLES = ['admin', 'worker', 'read', 'approver'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** What a route needs: `public` (health checks, the API description), or the roles that may call it. */
-export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'admin';
+export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'approve' | 'admin';
 
 /**
  * The worker protocol: everything a worker does with its jobs and nothing else. A worker token can
@@ -33,6 +34,12 @@ const WORKER_ROUTES = new Set([
  */
 const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name']);
 
+/** A person's decision on a job awaiting approval (README "Approvals"): admin or approver. */
+const APPROVE_ROUTES = new Set([
+  'POST /api/workflows/:id/runs/:run/jobs/:job/approve',
+  'POST /api/workflows/:id/runs/:run/jobs/:job/reject',
+]);
+
 /**
  * Answered to anyone: load balancers probe health without credentials, and the dashboard's files
  * (`/`, `/assets/*`) hold no data; the page asks for a token when the API answers 401.
@@ -48,6 +55,7 @@ export function accessOf(method: string, url: string): Access {
   if (PUBLIC_ROUTES.has(key)) return 'public';
   if (WORKER_ROUTES.has(key)) return 'worker';
   if (WORKER_READS.has(key)) return 'worker+read';
+  if (APPROVE_ROUTES.has(key)) return 'approve';
   return key.startsWith('GET ') ? 'read' : 'admin';
 }
 
@@ -58,9 +66,11 @@ export function allows(role: Role, access: Access): boolean {
     case 'admin':
       return role === 'admin';
     case 'read':
-      return role === 'admin' || role === 'read';
+      return role === 'admin' || role === 'read' || role === 'approver';
     case 'worker':
       return role === 'admin' || role === 'worker';
+    case 'approve':
+      return role === 'admin' || role === 'approver';
     case 'worker+read':
       return true;
   }

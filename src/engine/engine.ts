@@ -31,6 +31,7 @@ import { Artifacts } from './artifacts.js';
 import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
+import { Approvals } from './approvals.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -59,6 +60,8 @@ export class Engine extends EngineReads {
   readonly artifacts: Artifacts;
   /** The reaper's passes (src/runtime/reaper.ts): lost leases, schedules, retention, workers, files. */
   readonly housekeeping: Housekeeping;
+  /** Approve and reject of jobs awaiting approval (README "Approvals"). */
+  readonly approvals: Approvals;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -66,6 +69,7 @@ export class Engine extends EngineReads {
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
+    this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       store: opts.store,
       now: this.now,

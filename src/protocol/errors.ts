@@ -33,6 +33,7 @@ export const ERROR_CODES = {
   workflow_exists: { status: 409, meaning: 'a workflow with that id already exists' },
   run_active: { status: 409, meaning: 'the workflow already has an active run' },
   nothing_to_rerun: { status: 409, meaning: 'every job of the run to re-run succeeded; nothing is left to run again' },
+  job_not_awaiting_approval: { status: 409, meaning: 'the job is not awaiting approval (not yet, or already decided, cancelled or ended); `state` says where it is' },
   workflow_active: { status: 409, meaning: 'the workflow has an active run, so it cannot be deleted; cancel the run first' },
   lease_not_found: { status: 409, meaning: 'the lease was never granted' },
   lease_expired: { status: 409, meaning: 'the lease ran out before this call; the job was re-queued or failed' },

@@ -20,6 +20,7 @@ const TOKENS: Record<Role, string> = {
   admin: 'admin-token-0123456789abcdef',
   worker: 'worker-token-0123456789abcdef',
   read: 'read-token-0123456789abcdef',
+  approver: 'approver-token-0123456789abcdef',
 };
 
 function entries(): TokenEntry[] {
@@ -43,14 +44,17 @@ const WORKER_ONLY = [
   'PUT /api/jobs/:lease_id/artifacts/:name',
 ];
 const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name'];
+/** README "Approvals": the two routes an approver token may call besides every read. */
+const APPROVE = ['POST /api/workflows/:id/runs/:run/jobs/:job/approve', 'POST /api/workflows/:id/runs/:run/jobs/:job/reject'];
 const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {
   const key = `${method === 'HEAD' ? 'GET' : method} ${url}`;
   if (PUBLIC.includes(key)) return 'anyone';
   if (WORKER_ONLY.includes(key)) return ['admin', 'worker'];
-  if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read'];
-  return method === 'GET' || method === 'HEAD' ? ['admin', 'read'] : ['admin'];
+  if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read', 'approver'];
+  if (APPROVE.includes(key)) return ['admin', 'approver'];
+  return method === 'GET' || method === 'HEAD' ? ['admin', 'read', 'approver'] : ['admin'];
 }
 
 type Caller = { label: string; headers: Record<string, string>; role: Role | null };

@@ -6,6 +6,7 @@ import { CONDITION_QUERIES } from './condition-queries.js';
 import { GROUP_QUERIES } from './group-queries.js';
 import { ARTIFACT_QUERIES } from './artifact-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
+import { APPROVAL_QUERIES } from './approval-queries.js';
 
 /**
  * Every SQL statement of the SQLite store, by name, gathered from the *-queries.ts files beside this
@@ -24,6 +25,7 @@ export const QUERIES = {
   ...GROUP_QUERIES,
   ...ARTIFACT_QUERIES,
   ...RETENTION_QUERIES,
+  ...APPROVAL_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;
