@@ -193,6 +193,7 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       WEFT_ADMIN_TOKEN: undefined,
       WEFT_WORKER_TOKEN: undefined,
       WEFT_READ_TOKEN: undefined,
+      WEFT_APPROVER_TOKEN: undefined,
       WEFT_TOKEN: undefined,
       REQUEST_TIMEOUT_SECS: undefined,
       MAX_STREAMS: undefined,
