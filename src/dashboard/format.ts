@@ -4,7 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 export const STATE_ICON: Record<string, string> = {
   pending: '○',
   // A person is asked to decide (README "Approvals").
-  awaiting_approval: '◆',
+  awaiting_approval: '⚑',
   queued: '◔',
   running: '▶',
   success: '✓',
