@@ -169,6 +169,20 @@ export function approvalCases(withStore: Case): void {
     assert.equal(late.kind === 'not_waiting' && late.job.status, 'cancelled');
     assert.deepEqual((await store.timeOutApprovals(10_000_000, 10)).ended, []);
   });
+  withStore('a queued run (concurrency: queue) begins its gated roots\' wait when it starts, not when it was asked for', async (store) => {
+    const def: WorkflowDefinition = { ...gatedRoot('q', 10), concurrency: { max_runs: 1, when_full: 'queue' } };
+    await startPlanned(store, def, 1000);
+    const { jobs, labelSets } = planRun(def, 2000);
+    const second = await store.startRun({ workflow_id: 'q', expected_hash: HASH, jobs, label_sets: labelSets, now_ms: 2000 });
+    assert.equal(second.kind, 'queued');
+    assert.equal((await store.cancelRun('q', 3000, 1)).kind, 'cancelled');
+    const started = await store.startQueuedRuns('q', 4000);
+    assert.deepEqual(started.started.map((r) => r.run_number), [2]);
+    const ship = await job(store, 'q', 'ship', 2);
+    assert.deepEqual([ship.status, ship.approval?.requested_at_ms, ship.approval?.deadline_ms], ['awaiting_approval', 4000, 14_000]);
+    decided(await decide(store, 'q', 'ship', 'approved', 5000, 'x', null, 2));
+    assert.equal((await job(store, 'q', 'ship', 2)).status, 'queued');
+  });
 }
 
 /** Decisions racing on one gate, from stores of their own (PostgreSQL: separate pools, real parallel transactions). */
