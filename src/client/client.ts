@@ -1,6 +1,8 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Outputs } from '../domain/model.js';
 import type {
+  ApprovalRequest,
+  ApprovalResponse,
   BatchClaimRequest,
   BatchClaimResponse,
   CancelResponse,
@@ -167,6 +169,19 @@ export class WorkflowClient {
    */
   rerun(id: string, runNumber: number, opts: RerunRequest = {}): Promise<StatusDocument> {
     return this.request('POST', `/api/workflows/${enc(id)}/runs/${runNumber}/rerun`, opts);
+  }
+
+  /**
+   * Approves job `jobId` of run `runNumber`, which is awaiting approval (README "Approvals"): a job with a
+   * command is queued, an approval alone succeeds. 409 `job_not_awaiting_approval` when it is not waiting.
+   */
+  approveJob(id: string, runNumber: number, jobId: string, opts: ApprovalRequest = {}): Promise<ApprovalResponse> {
+    return this.request('POST', `/api/workflows/${enc(id)}/runs/${runNumber}/jobs/${enc(jobId)}/approve`, opts);
+  }
+
+  /** Rejects job `jobId` of run `runNumber`, which is awaiting approval: it fails (not retried). */
+  rejectJob(id: string, runNumber: number, jobId: string, opts: ApprovalRequest = {}): Promise<ApprovalResponse> {
+    return this.request('POST', `/api/workflows/${enc(id)}/runs/${runNumber}/jobs/${enc(jobId)}/reject`, opts);
   }
 
   /** A page of the workflow's runs, newest first, each with its jobs counted by state. */

@@ -3,6 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 
 export const STATE_ICON: Record<string, string> = {
   pending: '○',
+  // A person is asked to decide (README "Approvals").
+  awaiting_approval: '⚑',
   queued: '◔',
   running: '▶',
   success: '✓',

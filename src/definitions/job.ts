@@ -9,6 +9,7 @@ import { artifactPatternProblem, MAX_ARTIFACT_PATTERNS } from '../domain/artifac
 import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
+import { readApproval } from './approval.js';
 import { readForEach, readStrategy } from './strategy.js';
 import { hasExpression } from '../domain/expressions.js';
 import {
@@ -55,7 +56,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority', 'approval'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -79,6 +80,10 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     matrix: 'strategy',
     'for-each': 'for_each',
     foreach: 'for_each',
+    environment_approval: 'approval',
+    approve: 'approval',
+    manual: 'approval',
+    block: 'approval',
   },
   presentation: false,
 };
@@ -135,10 +140,13 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   const retries = isAbsent(raw[keys.retries]) ? 0 : readInt(raw[keys.retries], at(keys.retries), 0) ?? 0;
   const timeout = isAbsent(raw.timeout_secs) ? null : readInt(raw.timeout_secs, at('timeout_secs'), 1) ?? null;
 
+  // `approval:` (README "Approvals"), contract form only: a gated job may have no command of its own.
+  const approval = keys.steps !== null && !isAbsent(raw.approval) ? readApproval(raw.approval, at('approval')) : undefined;
+  const gateOnly = keys.steps !== null && !isAbsent(raw.approval) && raw.approval !== false && isAbsent(raw[keys.command]) && isAbsent(raw[keys.steps!]);
   const spec: JobSpec = {
     id,
     name,
-    command: readCommand(raw, keys, label, issues),
+    command: gateOnly ? '' : readCommand(raw, keys, label, issues),
     needs,
     labels,
     max_retries: retries,
@@ -162,6 +170,16 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
     const priority = readPriority(raw.priority, at('priority'));
     if (priority !== undefined) spec.priority = priority;
   }
+  if (approval) {
+    // One decision per job: a gate on each instance of a matrix or fan-out would ask for as many.
+    const grouped = !isAbsent(raw.strategy) ? 'strategy' : !isAbsent(raw.for_each) ? 'for_each' : null;
+    if (grouped !== null) {
+      issues.add(label, 'approval', `cannot be combined with '${grouped}'; put the approval on a job of its own that this one needs`);
+    } else {
+      spec.approval = approval;
+    }
+  }
+  if (gateOnly && approval && spec.artifacts !== undefined) issues.add(label, 'artifacts', "a job without 'run' uploads nothing; remove 'artifacts' or add 'run'");
   return spec;
 }
 

@@ -54,7 +54,8 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   if (job.name !== job.id) out.name = job.name;
   if (job.needs.length > 0) out.needs = [...job.needs];
   if (job.condition !== undefined && job.condition !== 'success') out.if = `${job.condition}()`;
-  out.run = job.command;
+  // An approval alone has no command (README "Approvals").
+  if (job.command !== '' || !job.approval) out.run = job.command;
   if (job.labels.length > 0) out.labels = [...job.labels];
   if (job.max_retries > 0) out.retries = job.max_retries;
   const backoff = backoffDocument(job.backoff);
@@ -72,6 +73,12 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   if (job.artifacts !== undefined) out.artifacts = [...job.artifacts];
   if (job.download !== undefined) out.download = [...job.download];
   if (job.priority !== undefined) out.priority = job.priority;
+  if (job.approval) {
+    out.approval = {
+      ...(job.approval.message !== null ? { message: job.approval.message } : {}),
+      ...(job.approval.timeout_secs !== null ? { timeout_secs: job.approval.timeout_secs } : {}),
+    };
+  }
   return out;
 }
 

@@ -4,11 +4,12 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const ROLES = ['admin', 'worker', 'read'] as const;
+/** `approver` (README "Approvals"): reads, and approves or rejects jobs awaiting approval; nothing else. */
+export const ROLES = ['admin', 'worker', 'read', 'approver'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** What a route needs: `public` (health checks, the API description), or the roles that may call it. */
-export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'admin';
+export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'approve' | 'admin';
 
 /**
  * The worker protocol: everything a worker does with its jobs and nothing else. A worker token can
@@ -35,6 +36,11 @@ const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /ap
 
 /** Reads only an admin may make: which secrets exist is itself worth hiding from a read token (README "Secrets"). */
 const ADMIN_READS = new Set(['GET /api/secrets']);
+/** A person's decision on a job awaiting approval (README "Approvals"): admin or approver. */
+const APPROVE_ROUTES = new Set([
+  'POST /api/workflows/:id/runs/:run/jobs/:job/approve',
+  'POST /api/workflows/:id/runs/:run/jobs/:job/reject',
+]);
 
 /**
  * Answered to anyone: load balancers probe health without credentials, and the dashboard's files
@@ -52,6 +58,7 @@ export function accessOf(method: string, url: string): Access {
   if (WORKER_ROUTES.has(key)) return 'worker';
   if (WORKER_READS.has(key)) return 'worker+read';
   if (ADMIN_READS.has(key)) return 'admin';
+  if (APPROVE_ROUTES.has(key)) return 'approve';
   return key.startsWith('GET ') ? 'read' : 'admin';
 }
 
@@ -62,9 +69,11 @@ export function allows(role: Role, access: Access): boolean {
     case 'admin':
       return role === 'admin';
     case 'read':
-      return role === 'admin' || role === 'read';
+      return role === 'admin' || role === 'read' || role === 'approver';
     case 'worker':
       return role === 'admin' || role === 'worker';
+    case 'approve':
+      return role === 'admin' || role === 'approver';
     case 'worker+read':
       return true;
   }

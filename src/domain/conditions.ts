@@ -4,6 +4,7 @@
  * they locked (docs/architecture.md "Conditions").
  */
 import { JOB_CONDITIONS, type JobCondition, type JobState } from './model.js';
+import { readyState } from './approval.js';
 
 export { JOB_CONDITIONS, type JobCondition };
 
@@ -45,6 +46,8 @@ export interface WaitingJob {
   run_cancelled: boolean;
   dependents: readonly string[];
   error: string | null;
+  /** An approval gate (README "Approvals"): once ready, the job waits for a decision instead of being queued. */
+  approval?: unknown;
 }
 
 /** A job that just ended, whose dependents learn of it. */
@@ -104,7 +107,7 @@ function falseReason(c: JobCondition): string {
  * Tells the pending jobs below `ended` that those jobs ended, and so on down for each job that ends in
  * turn (skipped). `lookup` answers a job's row (the caller has it locked); only `pending` ones move.
  * A `success()` job is skipped as soon as a need ends other than `success` (it could never run); any
- * other job counts the need as ended, records its result, and once none is left is queued when its
+ * other job counts the need as ended, records its result, and once none is left is queued (or, with an approval gate, left awaiting approval) when its
  * condition holds and skipped otherwise. Answers the jobs changed, in the order they were reached;
  * each is the same object `lookup` gave, updated in place.
  */
@@ -125,7 +128,7 @@ export function propagate(ended: readonly EndedJob[], lookup: (jobId: string) =>
         d.pending_needs -= 1;
         if (d.pending_needs > 0) continue;
         if (conditionHolds(d)) {
-          d.status = 'queued';
+          d.status = readyState(d);
           continue;
         }
         d.status = 'skipped';
@@ -146,7 +149,8 @@ export function planCancel<J extends WaitingJob>(unfinished: readonly J[]): { ca
   const cancelled: J[] = [];
   const spared: J[] = [];
   for (const j of unfinished) {
-    if (runsAfterCancel(j.condition) && !j.run_cancelled) {
+    // A wait for approval ends with the cancel whatever the condition (README "Approvals").
+    if (runsAfterCancel(j.condition) && !j.run_cancelled && j.status !== 'awaiting_approval') {
       j.run_cancelled = true;
       spared.push(j);
     } else {

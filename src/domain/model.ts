@@ -6,8 +6,11 @@ export type JobCondition = (typeof JOB_CONDITIONS)[number];
  * Pure domain types shared by every layer. No I/O lives here.
  */
 
-/** Every state a job of a run can be in (README "How a run works"). */
-export const JOB_STATES = ['pending', 'queued', 'running', 'success', 'failed', 'skipped', 'cancelled'] as const;
+/**
+ * Every state a job of a run can be in (README "How a run works"). `awaiting_approval`: its needs are
+ * met and it waits for a person's decision (README "Approvals"); never claimable.
+ */
+export const JOB_STATES = ['pending', 'awaiting_approval', 'queued', 'running', 'success', 'failed', 'skipped', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 /** States after which a job never changes again within its run. */
@@ -74,6 +77,19 @@ export interface JobSpec {
   download?: string[];
   /** `priority:` (README "Priorities"); absent: the workflow's. */
   priority?: number;
+  /**
+   * `approval:` (README "Approvals"): the job waits for a person's approve or reject once its needs
+   * are met. Absent for a job without a gate, so its hash is unchanged.
+   */
+  approval?: ApprovalSpec;
+}
+
+/** A job's approval gate, as defined (src/domain/approval.ts has the rules). */
+export interface ApprovalSpec {
+  /** Shown to whoever decides; null: none. */
+  message: string | null;
+  /** The wait fails the job after this many seconds; null: it waits until decided or cancelled. */
+  timeout_secs: number | null;
 }
 
 /** A job's matrix, already expanded into its combinations (domain/matrix.ts), and how its instances run. */

@@ -32,6 +32,7 @@ import { claimResult, statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
+import { Approvals } from './approvals.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -62,6 +63,8 @@ export class Engine extends EngineReads {
   readonly housekeeping: Housekeeping;
   /** Secrets (README "Secrets"): set, listed, removed; opened for claims, hidden in what comes back. */
   readonly secrets: Secrets;
+  /** Approve and reject of jobs awaiting approval (README "Approvals"). */
+  readonly approvals: Approvals;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -70,6 +73,7 @@ export class Engine extends EngineReads {
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
+    this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,
       store: opts.store,

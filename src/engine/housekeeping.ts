@@ -49,12 +49,12 @@ export class Housekeeping {
 
   /**
    * Re-queues (or fails, when the budget is spent) every job whose lease expired or whose attempt
-   * outlived timeout_secs, settles runs a crash left running, and starts queued runs that now fit.
+   * outlived timeout_secs, fails every wait for approval past its timeout, settles runs a crash left running, and starts queued runs that now fit.
    */
-  async reap(): Promise<{ expired: number; timedOut: number }> {
+  async reap(): Promise<{ expired: number; timedOut: number; approvalsTimedOut: number }> {
     const { store, log } = this.ctx;
     const now = this.ctx.now();
-    const counts = { expired: 0, timedOut: 0 };
+    const counts = { expired: 0, timedOut: 0, approvalsTimedOut: 0 };
     try {
       const expired = await store.expireLeases(now, REAP_BATCH);
       counts.expired = expired.ended.length;
@@ -64,6 +64,10 @@ export class Housekeeping {
       counts.timedOut = timedOut.ended.length;
       this.ctx.announce(timedOut.changes);
       for (const job of timedOut.ended) this.ctx.attemptEnded({ kind: 'timed_out', job });
+      // Waits for approval past their timeout_secs fail, as a reject would (README "Approvals").
+      const approvals = await store.timeOutApprovals(now, REAP_BATCH);
+      counts.approvalsTimedOut = approvals.ended.length;
+      this.ctx.announce(approvals.changes);
       const runs = await store.settleStrandedRuns(now, REAP_BATCH);
       if (runs > 0) log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
       // After the sweeps above, so the slots they freed are taken in this same pass.
@@ -72,7 +76,7 @@ export class Housekeeping {
       if (!(err instanceof StoreUnavailableError)) throw err;
       this.ctx.outage.warn('reaper', err);
     }
-    if (counts.expired + counts.timedOut > 0) log.info(counts, 'reaper settled lost jobs');
+    if (counts.expired + counts.timedOut + counts.approvalsTimedOut > 0) log.info(counts, 'reaper settled lost jobs and waits past their timeout');
     return counts;
   }
 

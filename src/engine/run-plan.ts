@@ -1,3 +1,4 @@
+import { beginWait, beginWaits, newApproval, readyState } from '../domain/approval.js';
 import { conditionHolds, endedJob, propagate, type WaitingJob } from '../domain/conditions.js';
 import { dependentsOf } from '../domain/dag.js';
 import { escapeExpressions } from '../domain/expressions.js';
@@ -36,8 +37,11 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
   const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), escapeExpressions(value)]));
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
-  // A for_each job is expanded by the general way of a need's end (propagate), as conditions are.
-  const conditional = new Set(specs.filter((s) => (s.condition ?? 'success') !== 'success' || s.for_each !== null).map((s) => s.id));
+  // A for_each job is expanded by the general way of a need's end (propagate), as conditions are; a
+  // job with an approval gate is made to wait there too (README "Approvals"), never queued at once.
+  const conditional = new Set(
+    specs.filter((s) => (s.condition ?? 'success') !== 'success' || s.for_each !== null || s.approval !== undefined).map((s) => s.id),
+  );
   const jobs = specs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
     const key = labelKey(labels);
@@ -46,6 +50,9 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
     const keptNeeds = spec.needs.filter((n) => kept.has(n));
     const upstream: UpstreamOutputs = Object.fromEntries(keptNeeds.map((n) => [n, kept.get(n)!.outputs ?? {}]));
     const ready = was === undefined && keptNeeds.length === spec.needs.length;
+    // A re-run's kept job shows the decision of the run it is kept from; every other gated job waits again.
+    const approval = was !== undefined ? (was.approval ?? null) : spec.approval ? newApproval(spec.approval) : null;
+    const readyAs = readyState({ approval });
     return {
       workflow_id: def.id,
       job_id: spec.id,
@@ -66,11 +73,11 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       max_retries: spec.max_retries,
       backoff: spec.backoff,
       timeout_secs: spec.timeout_secs,
-      status: was !== undefined ? 'success' : ready ? 'queued' : 'pending',
+      status: was !== undefined ? 'success' : ready ? readyAs : 'pending',
       attempt: was?.attempt ?? 0,
-      enqueued_at_ms: was?.enqueued_at_ms ?? (ready ? nowMs : 0),
+      enqueued_at_ms: was?.enqueued_at_ms ?? (ready && readyAs === 'queued' ? nowMs : 0),
       delayed_until_ms: 0,
-      ready_at_ms: was?.ready_at_ms ?? (ready ? nowMs : 0),
+      ready_at_ms: was?.ready_at_ms ?? (ready && readyAs === 'queued' ? nowMs : 0),
       priority: jobPriority(opts.priority, spec.priority, def.priority),
       started_at_ms: was?.started_at_ms ?? null,
       finished_at_ms: was?.finished_at_ms ?? null,
@@ -88,6 +95,7 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       for_each: spec.for_each,
       item: null,
       item_index: null,
+      approval: was === undefined && ready && approval ? beginWait(approval, nowMs) : approval,
     };
   });
   decideReady(jobs, nowMs);
@@ -97,14 +105,18 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
 /** Skips the jobs ready at the start whose condition is false, and what that decides below them. */
 function decideReady(jobs: NewJob[], nowMs: number): void {
   const byId = new Map<string, NewJob>(jobs.map((j) => [j.job_id, j]));
-  const skipped = jobs.filter((j) => j.status === 'queued' && !conditionHolds(j));
+  const skipped = jobs.filter((j) => (j.status === 'queued' || j.status === 'awaiting_approval') && !conditionHolds(j));
   if (skipped.length === 0) return;
   for (const j of skipped) {
     Object.assign(j, { status: 'skipped', enqueued_at_ms: 0, ready_at_ms: 0, finished_at_ms: nowMs, error: `if: ${j.condition}() is false at the start of the run` });
+    // A gate that never opened asked nobody.
+    if (j.approval) j.approval = newApproval(j.approval);
   }
-  const changed = propagate(skipped.map(endedJob), (id) => byId.get(id) as WaitingJob | undefined);
-  for (const j of changed as unknown as NewJob[]) {
+  const changed = propagate(skipped.map(endedJob), (id) => byId.get(id) as WaitingJob | undefined) as unknown as NewJob[];
+  beginWaits(changed, nowMs);
+  for (const j of changed) {
     if (j.status === 'skipped') j.finished_at_ms = nowMs;
+    if (j.status === 'awaiting_approval') j.upstream_outputs = Object.fromEntries(j.needs.map((n) => [n, own(j.upstream_outputs, n) ?? {}]));
     if (j.status === 'queued') {
       j.enqueued_at_ms = nowMs;
       j.ready_at_ms = nowMs;

@@ -1,3 +1,4 @@
+import { newApproval } from '../domain/approval.js';
 import { jobPriority } from '../domain/priority.js';
 import { backoffToWire } from '../domain/backoff.js';
 import { needsResultEnvName } from '../domain/conditions.js';
@@ -116,6 +117,8 @@ export function plannedJobs(run: RunRecord): JobRecord[] {
     started_at_ms: null,
     finished_at_ms: null,
     error: null,
+    // Not waiting yet: the wait begins when the run starts (rows.ts plannedJobsAt).
+    approval: j.approval ? newApproval(j.approval) : null,
   }));
 }
 
@@ -180,6 +183,8 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     needs_results: j.needs_results,
     priority: j.priority,
     ...groupFields(j),
+    // README "Approvals": only on a gated job, so other entries keep their shape.
+    ...(j.approval ? { approval: { ...j.approval } } : {}),
   };
 }
 
@@ -230,6 +235,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       needs_results: {},
       priority: jobPriority(undefined, spec.priority, wf.definition.priority),
       ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
+      ...(spec.approval ? { approval: newApproval(spec.approval) } : {}),
     };
   });
 }

@@ -76,6 +76,11 @@ export function requireWorkerScope(req: FastifyRequest, workerId: string, labels
   if (refusal !== null) throw new WeftError('token_scope', refusal);
 }
 
+/** The name of the token the request came with (who approved, README "Approvals"); null while tokens are off. */
+export function tokenName(req: FastifyRequest): string | null {
+  return req.token?.name ?? null;
+}
+
 /** The name of the token a lease call came with, to which leases are bound; null while tokens are off. */
 export function leaseHolder(req: FastifyRequest): string | null {
   return req.token?.name ?? null;

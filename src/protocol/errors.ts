@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   workflow_exists: { status: 409, meaning: 'a workflow with that id already exists' },
   run_active: { status: 409, meaning: 'the workflow already has an active run' },
   nothing_to_rerun: { status: 409, meaning: 'every job of the run to re-run succeeded; nothing is left to run again' },
+  job_not_awaiting_approval: { status: 409, meaning: 'the job is not awaiting approval (not yet, or already decided, cancelled or ended); `state` says where it is' },
   workflow_active: { status: 409, meaning: 'the workflow has an active run, so it cannot be deleted; cancel the run first' },
   secret_missing: { status: 409, meaning: 'a job of the workflow uses a secret that is not set; set it, then start the run again' },
   secrets_unavailable: { status: 409, meaning: 'the server has no secret key (WEFT_SECRET_KEY or WEFT_SECRET_KEY_FILE), so it stores no secrets' },

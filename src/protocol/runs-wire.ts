@@ -1,6 +1,8 @@
 /** Run history (docs/api.md "Runs"): past runs of a workflow, and re-running one. */
 import { Type, type Static } from 'typebox';
 import { RUN_STATES } from '../domain/model.js';
+import { MAX_APPROVAL_COMMENT_CHARS } from '../domain/approval.js';
+import { JobView } from './workflows-wire.js';
 import { Id, NO_CONTROL_CHARACTERS, nullable, Priority, StateCounts, StringMap, stringEnum } from './schema-parts.js';
 
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
@@ -50,3 +52,26 @@ export const RerunRequest = Type.Object(
   { additionalProperties: false },
 );
 export type RerunRequest = Static<typeof RerunRequest>;
+
+/** `POST /api/workflows/{id}/runs/{n}/jobs/{job}/approve` and `…/reject` (README "Approvals"). */
+export const ApprovalParams = Type.Object({
+  id: Id,
+  run: Type.Integer({ minimum: 1 }),
+  job: Type.String({ pattern: '^[A-Za-z0-9_.~-]{1,128}$' }),
+});
+
+/** The optional body of an approve or reject; none means no comment. */
+export const ApprovalRequest = Type.Object(
+  { comment: Type.Optional(Type.String({ maxLength: MAX_APPROVAL_COMMENT_CHARS, pattern: '^[^\\u0000]*$', description: 'kept with the decision' })) },
+  { additionalProperties: false },
+);
+export type ApprovalRequest = Static<typeof ApprovalRequest>;
+
+/** The answer of an approve or reject: the run and the job as the decision left it. */
+export const ApprovalResponse = Type.Object({
+  workflow_id: Type.String(),
+  run_number: Type.Integer({ minimum: 1 }),
+  decision: stringEnum(['approved', 'rejected'] as const),
+  job: JobView,
+});
+export type ApprovalResponse = Static<typeof ApprovalResponse>;

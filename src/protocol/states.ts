@@ -10,6 +10,8 @@ export type CompatJobStatus = (typeof COMPAT_JOB_STATUSES)[number];
 const TO_COMPAT: Record<JobState, CompatJobStatus> = {
   // Waiting for upstream jobs reads as "not started yet" to those clients.
   pending: 'queued',
+  // Waiting for a person's approval is "not started yet" too (README "Approvals").
+  awaiting_approval: 'queued',
   queued: 'queued',
   running: 'running',
   success: 'success',

@@ -8,6 +8,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { JOB_STATES, type WireBackoff } from '../domain/model.js';
+import { APPROVAL_DECISIONS, type ApprovalDecision } from '../domain/approval.js';
 import { COMPAT_JOB_STATUSES, type StatusFilter, STATUS_FILTER_VALUES } from './states.js';
 import { Id, InputsInput, nullable, Priority, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
 
@@ -28,6 +29,19 @@ const WireBackoffSchema = Type.Unsafe<WireBackoff>({
     },
   ],
 });
+
+/** A gated job's approval (README "Approvals"): the gate, the wait and the decision. */
+export const ApprovalView = Type.Object({
+  message: nullable(Type.String(), { description: 'shown to whoever decides' }),
+  timeout_secs: nullable(Type.Integer(), { description: 'the wait fails the job after this many seconds; null: no timeout' }),
+  requested_at_ms: nullable(Type.Integer(), { description: 'when the job started waiting (epoch ms); null until its needs are met' }),
+  deadline_ms: nullable(Type.Integer(), { description: 'when the wait times out (epoch ms); null without timeout_secs' }),
+  decision: Type.Unsafe<ApprovalDecision | null>({ type: ['string', 'null'], enum: [...APPROVAL_DECISIONS, null], description: 'approved, rejected or timed_out; null until decided' }),
+  decided_by: nullable(Type.String(), { description: 'the name of the token that decided; null with tokens off and for a timeout' }),
+  decided_at_ms: nullable(Type.Integer(), { description: 'when it was decided (epoch ms)' }),
+  comment: nullable(Type.String(), { description: "the decision's comment" }),
+});
+export type ApprovalView = Static<typeof ApprovalView>;
 
 /**
  * One job of the status document. The first block is workflow-graph's Job, exactly as its viewer
@@ -83,8 +97,11 @@ export const JobView = Type.Object({
   item_index: Type.Optional(Type.Integer({ minimum: 0, description: "a fan-out instance's index in its list" })),
   /** On a group not yet expanded: null; on a fan-out that had no items: 0. */
   instances: Type.Optional(nullable(Type.Integer(), { description: 'on a group not yet expanded: null; on a fan-out with no items: 0' })),
+  /** Gated jobs only (README "Approvals"); absent on a job without `approval:`. */
+  approval: Type.Optional(ApprovalView),
 });
 export type JobView = Static<typeof JobView>;
+
 
 const runViewProperties = {
   number: int,

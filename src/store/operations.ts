@@ -1,3 +1,4 @@
+import type { PersonDecision } from '../domain/approval.js';
 import type { RunState } from '../domain/model.js';
 import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunKey, RunRecord } from './records.js';
 
@@ -214,3 +215,26 @@ export interface Claimed {
   job: JobRecord;
   lease: LeaseRecord;
 }
+
+/** A person's approve or reject of a job awaiting approval (README "Approvals"). */
+export interface DecideApprovalRequest {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+  decision: PersonDecision;
+  /** The name of the token the decision came with; null when tokens are off. */
+  decided_by: string | null;
+  comment: string | null;
+  now_ms: number;
+}
+
+export type DecideApprovalOutcome =
+  /**
+   * `job`: the job after the decision: `queued` (approved, with a command), `success` (approved, an
+   * approval alone) or `failed` (rejected). `changes`: it and the jobs below it that this decided.
+   */
+  | { kind: 'decided'; job: JobRecord; changes: JobChange[] }
+  /** The job is not awaiting approval (not yet, or decided, cancelled, …); nothing changed. */
+  | { kind: 'not_waiting'; job: JobRecord }
+  /** The run has no such job. */
+  | { kind: 'not_found' };

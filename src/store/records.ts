@@ -1,3 +1,4 @@
+import type { JobApproval } from '../domain/approval.js';
 import type { ArtifactSpec } from '../domain/artifacts.js';
 import type { JobCondition, NeedsResults } from '../domain/conditions.js';
 import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
@@ -125,6 +126,11 @@ export interface JobRecord {
   item: unknown;
   /** A fan-out instance's index in its list; null otherwise. */
   item_index: number | null;
+  /**
+   * The job's approval gate, its wait and decision (README "Approvals"); null or absent: no gate.
+   * Records the store answers carry it only on gated jobs.
+   */
+  approval?: JobApproval | null;
 }
 
 /** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */

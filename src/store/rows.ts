@@ -1,3 +1,4 @@
+import { beginWait, type ApprovalDecision, type JobApproval } from '../domain/approval.js';
 import type { JobCondition } from '../domain/conditions.js';
 import { DEFAULT_PRIORITY } from '../domain/priority.js';
 import type { JobState, RunState, WorkflowDefinition } from '../domain/model.js';
@@ -35,6 +36,36 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     artifact_spec: j.artifact_spec ? JSON.stringify(j.artifact_spec) : null,
     // A queued run's plan stored before priorities has none.
     priority: j.priority ?? DEFAULT_PRIORITY,
+    ...approvalColumns(j.approval ?? null),
+  };
+}
+
+/** The approval columns of a job (schema version 16): the gate as JSON, the wait and decision apart. */
+export function approvalColumns(a: JobApproval | null): Row {
+  return {
+    approval: a === null ? null : JSON.stringify({ message: a.message, timeout_secs: a.timeout_secs }),
+    approval_requested_at_ms: a?.requested_at_ms ?? null,
+    approval_deadline_ms: a?.deadline_ms ?? null,
+    approval_decision: a?.decision ?? null,
+    approval_decided_by: a?.decided_by ?? null,
+    approval_decided_at_ms: a?.decided_at_ms ?? null,
+    approval_comment: a?.comment ?? null,
+  };
+}
+
+function toApproval(r: Row): JobApproval | null {
+  if (typeof r.approval !== 'string') return null;
+  const spec = JSON.parse(r.approval) as { message: string | null; timeout_secs: number | null };
+  const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+  return {
+    message: spec.message ?? null,
+    timeout_secs: spec.timeout_secs ?? null,
+    requested_at_ms: num(r.approval_requested_at_ms),
+    deadline_ms: num(r.approval_deadline_ms),
+    decision: (r.approval_decision as ApprovalDecision | null | undefined) ?? null,
+    decided_by: (r.approval_decided_by as string | null | undefined) ?? null,
+    decided_at_ms: num(r.approval_decided_at_ms),
+    comment: (r.approval_comment as string | null | undefined) ?? null,
   };
 }
 
@@ -126,6 +157,9 @@ export function decisionColumns(j: JobRecord): Row {
     failed_upstream: j.failed_upstream ? 1 : 0,
     run_cancelled: j.run_cancelled ? 1 : 0,
     error: j.error,
+    // A job the decision makes wait for approval has its wait begun (approval.ts beginWaits).
+    approval_requested_at_ms: j.approval?.requested_at_ms ?? null,
+    approval_deadline_ms: j.approval?.deadline_ms ?? null,
   };
 }
 
@@ -174,6 +208,8 @@ export function toJob(r: Row): JobRecord {
     for_each: typeof r.for_each === 'string' ? (JSON.parse(r.for_each) as { job: string; key: string }) : null,
     item: typeof r.item === 'string' ? (JSON.parse(r.item) as unknown) : null,
     item_index: (r.item_index as number | null | undefined) ?? null,
+    // Only on gated jobs, as artifact_spec: a job without `approval:` reads as it always did.
+    ...(typeof r.approval === 'string' ? { approval: toApproval(r) } : {}),
   };
 }
 
@@ -240,7 +276,12 @@ export function newLease(
  * the run was asked for, so they take their place in the claim order behind jobs already claimable.
  */
 export function plannedJobsAt(plan: readonly NewJob[], nowMs: number): NewJob[] {
-  return plan.map((j) => (j.status === 'queued' ? { ...j, enqueued_at_ms: nowMs, ready_at_ms: Math.max(nowMs, j.delayed_until_ms) } : { ...j }));
+  return plan.map((j) => {
+    if (j.status === 'queued') return { ...j, enqueued_at_ms: nowMs, ready_at_ms: Math.max(nowMs, j.delayed_until_ms) };
+    // A root waiting for approval waits from now, and its timeout counts from now (README "Approvals").
+    if (j.status === 'awaiting_approval' && j.approval) return { ...j, approval: beginWait(j.approval, nowMs) };
+    return { ...j };
+  });
 }
 
 /** A `secrets` row without its sealed value (README "Secrets"). */

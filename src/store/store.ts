@@ -16,6 +16,8 @@ import type {
 } from './records.js';
 import type {
   CancelRunOutcome,
+  DecideApprovalOutcome,
+  DecideApprovalRequest,
   StoreClaim,
   Claimed,
   CompleteOutcome,
@@ -188,6 +190,20 @@ export interface Store extends ArtifactWrites, SecretWrites {
    * stored as the truncation marker and the rest, then and later, dropped (src/domain/log-budget.ts).
    */
   pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder?: string | null, maxBytes?: number): Promise<PushLogsOutcome>;
+
+  // approvals (README "Approvals")
+  /**
+   * Decides a job awaiting approval, exactly once however many callers race (guarded by its state):
+   * approved, a job with a command is queued (claimable from now); an approval alone ends `success`
+   * and its dependents are decided as after a completion; rejected, it ends `failed` (never retried),
+   * with what is below decided as after a permanent failure. The run is settled if that was its end.
+   */
+  decideApproval(req: DecideApprovalRequest): Promise<DecideApprovalOutcome>;
+  /**
+   * Fails up to `limit` jobs whose wait for approval outlived `approval.timeout_secs` (decision
+   * `timed_out`, never retried), as a reject would.
+   */
+  timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome>;
 
   // the reaper
   /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */

@@ -196,6 +196,7 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       WEFT_ADMIN_TOKEN: undefined,
       WEFT_WORKER_TOKEN: undefined,
       WEFT_READ_TOKEN: undefined,
+      WEFT_APPROVER_TOKEN: undefined,
       WEFT_TOKEN: undefined,
       WEFT_SECRET_KEY: undefined,
       WEFT_SECRET_KEY_FILE: undefined,

@@ -20,6 +20,7 @@ const TOKENS: Record<Role, string> = {
   admin: 'admin-token-0123456789abcdef',
   worker: 'worker-token-0123456789abcdef',
   read: 'read-token-0123456789abcdef',
+  approver: 'approver-token-0123456789abcdef',
 };
 
 function entries(): TokenEntry[] {
@@ -45,15 +46,18 @@ const WORKER_ONLY = [
 const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name'];
 /** Reads an admin alone may make (README "Secrets": which secrets exist is not for read tokens). */
 const ADMIN_READS = ['GET /api/secrets'];
+/** README "Approvals": the two routes an approver token may call besides every read. */
+const APPROVE = ['POST /api/workflows/:id/runs/:run/jobs/:job/approve', 'POST /api/workflows/:id/runs/:run/jobs/:job/reject'];
 const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {
   const key = `${method === 'HEAD' ? 'GET' : method} ${url}`;
   if (PUBLIC.includes(key)) return 'anyone';
   if (WORKER_ONLY.includes(key)) return ['admin', 'worker'];
-  if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read'];
+  if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read', 'approver'];
   if (ADMIN_READS.includes(key)) return ['admin'];
-  return method === 'GET' || method === 'HEAD' ? ['admin', 'read'] : ['admin'];
+  if (APPROVE.includes(key)) return ['admin', 'approver'];
+  return method === 'GET' || method === 'HEAD' ? ['admin', 'read', 'approver'] : ['admin'];
 }
 
 type Caller = { label: string; headers: Record<string, string>; role: Role | null };

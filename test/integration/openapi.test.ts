@@ -234,6 +234,19 @@ test('every example is taken by a live server, and every route answers what the 
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: String(runs.body[0].run_number) })).status, 200);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: '999' })).status, 404);
   assert.equal((await call('POST /api/workflows/{id}/runs/{run}/rerun', { id, run: '999' }, { only: 'failed' })).body.error, 'run_not_found');
+  // README "Approvals": a root that waits for approval at once; each example decides one run's gate.
+  assert.equal((await call('POST /api/workflows', {}, { id: 'gated', jobs: { ship: { approval: { message: 'go?' }, run: 'true' } } })).status, 201);
+  for (const verb of ['approve', 'reject'] as const) {
+    for (const [name, value] of examplesOf(`POST /api/workflows/{id}/runs/{run}/jobs/{job}/${verb}`)) {
+      const started = await call('POST /api/workflows/{id}/run', { id: 'gated' });
+      assert.equal(started.status, 202, started.text);
+      const r = await call(`POST /api/workflows/{id}/runs/{run}/jobs/{job}/${verb}`, { id: 'gated', run: String(started.body.run_number), job: 'ship' }, value);
+      assert.equal(r.status, 200, `${verb} example "${name}": ${r.text}`);
+      if (verb === 'approve') assert.equal((await call('POST /api/workflows/{id}/cancel', { id: 'gated' })).status, 202);
+      const again = await call(`POST /api/workflows/{id}/runs/{run}/jobs/{job}/${verb}`, { id: 'gated', run: String(started.body.run_number), job: 'ship' });
+      assert.equal(again.body.error, 'job_not_awaiting_approval', again.text);
+    }
+  }
   // Live event streams never end by themselves (test/integration/live-events.test.ts follows them);
   // here their error answers, which come before any stream byte.
   assert.equal((await call('GET /api/workflows/{id}/events', { id: 'no-such-workflow' })).status, 404);

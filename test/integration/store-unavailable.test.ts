@@ -99,13 +99,13 @@ test('requests while the store is unavailable answer 503 store_unavailable as JS
 test('the reaper logs a warning and tries again on its next pass', async (t) => {
   const { engine, store, lines } = await setup(t);
   store.down = true;
-  assert.deepEqual(await engine.housekeeping.reap(), { expired: 0, timedOut: 0 });
+  assert.deepEqual(await engine.housekeeping.reap(), { expired: 0, timedOut: 0, approvalsTimedOut: 0 });
   assert.ok(
     lines.some((l) => l.level === 40 && l.loop === 'reaper' && /store unavailable/.test(l.msg)),
     JSON.stringify(lines),
   );
   store.down = false;
-  assert.deepEqual(await engine.housekeeping.reap(), { expired: 0, timedOut: 0 });
+  assert.deepEqual(await engine.housekeeping.reap(), { expired: 0, timedOut: 0, approvalsTimedOut: 0 });
 });
 
 test('a long-polling claim outlives an outage and gets the job queued after it', async (t) => {

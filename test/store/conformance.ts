@@ -17,6 +17,7 @@ import { secretCases } from './conformance-secrets.js';
 import { groupStartRace, runGroupCases } from './conformance-run-groups.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
+import { approvalCases, approvalRaceCases } from './conformance-approvals.js';
 import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
 import { concurrentRunCases, queuedStartRace, scheduledConcurrentRunCases } from './conformance-concurrent-runs.js';
 
@@ -66,6 +67,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('concurrency groups', () => runGroupCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
+    describe('approval gates', () => approvalCases(withStore));
     describe('matrix jobs', () => matrixCases(withStore));
     describe('fan-out jobs', () => fanOutCases(withStore));
     describe('concurrent runs', () => {
@@ -74,6 +76,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     });
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
     if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
+    if (opts.concurrency !== false) describe('concurrency of approval gates', () => approvalRaceCases(withStore, Math.max(10, Math.round(opts.joinRaces / 20))));
     if (opts.concurrency !== false) {
       describe('concurrency of matrix and fan-out jobs', () => {
         matrixRaceCases(withStore);

@@ -25,7 +25,7 @@ export function v1Jobs(): NewJob[] {
   ].map((j) => ({ ...j, ...patch[j.job_id] }));
 }
 
-/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions or artifacts. */
+/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions, artifacts or approvals. */
 export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> {
   const {
     pending_needs: _dropped,
@@ -43,6 +43,13 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     item_index: _ii,
     artifact_spec: _a,
     priority: _p,
+    approval: _ap,
+    approval_requested_at_ms: _apr,
+    approval_deadline_ms: _apd,
+    approval_decision: _apx,
+    approval_decided_by: _apb,
+    approval_decided_at_ms: _apt,
+    approval_comment: _apc,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

@@ -192,6 +192,9 @@ export function paintState(p: Palette, state: JobState | WorkflowState): string 
       return p.yellow(state);
     case 'queued':
       return p.cyan(state);
+    case 'awaiting_approval':
+      // A person is asked to act (README "Approvals"): as visible as a running job.
+      return p.yellow(state);
     default:
       return p.dim(state);
   }

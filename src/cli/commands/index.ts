@@ -8,18 +8,20 @@ import { registerToken } from './token.js';
 import { registerList } from './list.js';
 import { registerRuns } from './runs.js';
 import { registerCancel } from './cancel.js';
+import { registerApprovals } from './approve.js';
 import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 import { registerArtifacts } from './artifacts.js';
 import { registerSecret } from './secret.js';
 
-/** Client-side commands (run, rerun, list, runs, cancel, status, logs, artifacts, workers, validate, apply, token, secret): one module each. */
+/** Client-side commands (run, rerun, list, runs, cancel, approve, reject, status, logs, artifacts, workers, validate, apply, token, secret): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
   registerRerun(program);
   registerList(program);
   registerRuns(program);
   registerCancel(program);
+  registerApprovals(program);
   registerStatus(program);
   registerLogs(program);
   registerArtifacts(program);

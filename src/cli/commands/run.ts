@@ -145,12 +145,17 @@ class LineDisplay implements Display {
   private stateLine(job: JobView, now: number): string {
     // Never on a terminal, so never coloured: plain padding lines the columns up.
     const parts = [job.id.padEnd(this.width), job.state.padEnd(9)];
-    if (job.state !== 'pending' && job.state !== 'skipped') parts.push(`attempt ${formatAttempt(job)}`);
+    if (job.state !== 'pending' && job.state !== 'skipped' && job.state !== 'awaiting_approval') parts.push(`attempt ${formatAttempt(job)}`);
     const secs = elapsedSecs(job, now);
     if (secs !== null) parts.push(formatDuration(secs));
     const wait = retryWait(job, now);
     if (wait !== '') parts.push(wait);
     if (job.state === 'running' && job.worker_id) parts.push(`worker ${terminalLine(job.worker_id)}`);
+    // README "Approvals": say what the run waits for and how to answer.
+    if (job.state === 'awaiting_approval') {
+      const message = job.approval?.message ? `: ${terminalLine(summary(terminalText(job.approval.message), 120))}` : '';
+      parts.push(`waiting for \`weft approve\` or \`weft reject\`${message}`);
+    }
     // The error of a failed job, or of the attempt a queued retry follows.
     if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(terminalLine(summary(terminalText(job.error), 120)));
     return parts.join('  ').trimEnd();

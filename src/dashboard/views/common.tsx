@@ -19,7 +19,7 @@ export function ErrorLine({ error }: { error: unknown }) {
 }
 
 /** Counts of a document's jobs by weft state, in the order a run moves through them. */
-export const STATE_ORDER = ['running', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'] as const;
+export const STATE_ORDER = ['running', 'awaiting_approval', 'queued', 'pending', 'success', 'failed', 'skipped', 'cancelled'] as const;
 
 /** Jobs counted by state; with `onPick`, each count is a button that lists the jobs in that state. */
 export function JobCounts({ counts, onPick }: { counts: Record<string, number>; onPick?(state: string): void }) {

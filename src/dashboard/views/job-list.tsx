@@ -59,7 +59,7 @@ export function JobList({
         </thead>
         <tbody>
           {shown.map((j) => (
-            <tr key={j.id} data-job-row={j.id} class={j.id === selected ? 'selected' : undefined}>
+            <tr key={j.id} data-job-row={j.id} class={[j.id === selected ? 'selected' : '', j.state === 'awaiting_approval' ? 'awaiting' : ''].filter(Boolean).join(' ') || undefined}>
               <td>
                 <a
                   href="#"

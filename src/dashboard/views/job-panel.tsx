@@ -11,6 +11,7 @@ import { LogViewer } from './log-viewer';
 import { go, workflowHref } from '../router';
 import { Artifacts } from './artifacts';
 import { StateBadge } from './common';
+import { ApprovalBox } from './approval';
 
 /** The command's first line, cut short: what the folded command shows. */
 function commandSummary(command: string): string {
@@ -139,6 +140,8 @@ export function JobPanel({
           {rerun.blocked && <span class="muted small">{rerun.blocked}</span>}
         </div>
       )}
+      {/* Above the facts: while the job waits, deciding is what the reader came for. */}
+      {job.approval && <ApprovalBox wf={doc.id} run={run} job={job} />}
       <dl class="facts">
         <dt>Job</dt>
         <dd>

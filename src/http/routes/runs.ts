@@ -3,7 +3,21 @@ import type { FastifyInstance } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
 import type { RerunScope } from '../../engine/run-plan.js';
 import { WeftError } from '../../protocol/errors.js';
-import { DefinitionDocument, MAX_RUN_PAGE, RerunRequest, RunList, RunParams, RunsQuery, StatusDocument, WorkflowParams } from '../../protocol/wire.js';
+import {
+  ApprovalParams,
+  ApprovalRequest,
+  ApprovalResponse,
+  DefinitionDocument,
+  MAX_RUN_PAGE,
+  RerunRequest,
+  RunList,
+  RunParams,
+  RunsQuery,
+  StatusDocument,
+  WorkflowParams,
+} from '../../protocol/wire.js';
+import type { PersonDecision } from '../../domain/approval.js';
+import { tokenName } from '../auth.js';
 import { absentBodyAsEmpty } from '../validation.js';
 
 /**
@@ -98,4 +112,37 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
       return reply.code(202).send(await engine.rerun(req.params.id, req.params.run, scope, { priority }));
     },
   );
+
+  for (const decision of ['approved', 'rejected'] as const satisfies readonly PersonDecision[]) {
+    const verb = decision === 'approved' ? 'approve' : 'reject';
+    api.post(
+      `/api/workflows/:id/runs/:run/jobs/:job/${verb}`,
+      {
+        schema: {
+          summary: decision === 'approved' ? 'Approve a job awaiting approval' : 'Reject a job awaiting approval',
+          description:
+            (decision === 'approved'
+              ? 'A job with a command becomes `queued` (claimable from now); an approval alone ends `success` and its dependents proceed. '
+              : 'The job ends `failed` (never retried); the jobs below it go as after any failure (their `if:` decides). ') +
+            'The decision records the calling token\'s name (`decided_by`, null with tokens off), the time and the optional comment. ' +
+            'Exactly one decision lands: a job no longer awaiting approval answers 409 `job_not_awaiting_approval` with its `state`. ' +
+            'Needs an admin or approver token (README "Approvals").',
+          tags: ['workflows'],
+          params: ApprovalParams,
+          body: ApprovalRequest,
+          docs: {
+            answers: { 200: { description: 'The job as the decision left it', schema: ApprovalResponse } },
+            errors: ['workflow_not_found', 'run_not_found', 'job_not_found', 'job_not_awaiting_approval'],
+            bodyOptional: true,
+            examples: { comment: { summary: 'With a comment kept beside the decision', value: { comment: decision === 'approved' ? 'release notes checked' : 'not during the freeze' } } },
+          },
+        },
+        preValidation: absentBodyAsEmpty,
+      },
+      async (req) => {
+        const comment = req.body?.comment?.trim() || null;
+        return engine.approvals.decide(req.params.id, req.params.run, req.params.job, decision, { by: tokenName(req), comment });
+      },
+    );
+  }
 }

@@ -44,9 +44,10 @@ export const CONDITION_QUERIES = {
    * Writes what propagate (or a cancel) decided for jobs already locked: counters, needs results and
    * flags; a pending job now `queued` gets its enqueue time and its upstream outputs (in needs order:
    * those its needs' completions carried to it, else read from the need's row, committed before this
-   * statement began or written earlier in this transaction), one now `skipped` its end and reason.
+   * statement began or written earlier in this transaction), one now `skipped` its end and reason; one
+   * now `awaiting_approval` its upstream outputs likewise and its wait's times (README "Approvals").
    * $1 decisions (JSON array of {row_id, status, pending_needs, needs_results (JSON text),
-   * failed_upstream, run_cancelled, error}), $2 now.
+   * failed_upstream, run_cancelled, error, approval_requested_at_ms, approval_deadline_ms}), $2 now.
    */
   applyDecisions: `UPDATE jobs d SET status = u.status, pending_needs = u.pending_needs, needs_results = u.needs_results,
       failed_upstream = u.failed_upstream, run_cancelled = u.run_cancelled,
@@ -55,7 +56,8 @@ export const CONDITION_QUERIES = {
       enqueued_at_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN $2::bigint ELSE d.enqueued_at_ms END,
       ready_at_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN $2::bigint ELSE d.ready_at_ms END,
       delayed_until_ms = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN 0 ELSE d.delayed_until_ms END,
-      upstream_outputs = CASE WHEN u.status = 'queued' AND d.status = 'pending' THEN (
+      approval_requested_at_ms = u.approval_requested_at_ms, approval_deadline_ms = u.approval_deadline_ms,
+      upstream_outputs = CASE WHEN u.status IN ('queued', 'awaiting_approval') AND d.status = 'pending' THEN (
           SELECT COALESCE(json_object_agg(n.job_id, COALESCE(
               d.upstream_outputs::jsonb ->> n.job_id,
               (SELECT x.outputs FROM jobs x WHERE x.workflow_id = d.workflow_id AND x.run_number = d.run_number AND x.job_id = n.job_id),
@@ -63,6 +65,6 @@ export const CONDITION_QUERIES = {
           FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord))
         ELSE d.upstream_outputs END
     FROM json_to_recordset($1::json) AS u(row_id bigint, status text, pending_needs int, needs_results text,
-      failed_upstream smallint, run_cancelled smallint, error text)
+      failed_upstream smallint, run_cancelled smallint, error text, approval_requested_at_ms bigint, approval_deadline_ms bigint)
     WHERE d.row_id = u.row_id`,
 } as const;

@@ -3,6 +3,8 @@ import type {
   BeginUploadOutcome,
   FinishUploadOutcome,
   CancelRunOutcome,
+  DecideApprovalOutcome,
+  DecideApprovalRequest,
   StoreClaim,
   Claimed,
   CompleteOutcome,
@@ -37,6 +39,7 @@ import type { PostgresOptions } from './options.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
+import { decideApproval, timeOutApprovals } from './approvals.js';
 import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
 import { pruneWorkers, registerWorker } from './workers.js';
@@ -183,6 +186,14 @@ export class PostgresStore implements Store {
 
   pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
     return pushLogs(this.sql, leaseId, chunks, nowMs, holder, maxBytes);
+  }
+
+  decideApproval(req: DecideApprovalRequest): Promise<DecideApprovalOutcome> {
+    return decideApproval(this.sql, req);
+  }
+
+  timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome> {
+    return timeOutApprovals(this.sql, nowMs, limit);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

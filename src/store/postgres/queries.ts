@@ -7,6 +7,7 @@ import { GROUP_QUERIES } from './group-queries.js';
 import { ARTIFACT_QUERIES } from './artifact-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 import { SECRET_QUERIES } from './secret-queries.js';
+import { APPROVAL_QUERIES } from './approval-queries.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, by name, gathered from the *-queries.ts files beside
@@ -35,6 +36,7 @@ export const QUERIES = {
   ...ARTIFACT_QUERIES,
   ...RETENTION_QUERIES,
   ...SECRET_QUERIES,
+  ...APPROVAL_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;

@@ -13,7 +13,9 @@ export const insertJobs = (from: string, param: string) => `
         pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,
         started_at_ms, finished_at_ms, deadline_ms, error, outputs, upstream_outputs, worker_id, lease_id,
         condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
-        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec, priority)
+        group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec, priority,
+        approval, approval_requested_at_ms, approval_deadline_ms, approval_decision, approval_decided_by,
+        approval_decided_at_ms, approval_comment)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -24,7 +26,9 @@ export const insertJobs = (from: string, param: string) => `
         (e.j->>'conditional_dependents')::smallint,
         e.j->>'group_id', e.j->>'matrix', (e.j->>'max_parallel')::int, coalesce((e.j->>'fail_fast')::smallint, 0),
         e.j->>'for_each', e.j->>'item', (e.j->>'item_index')::int, e.j->>'artifact_spec',
-        coalesce((e.j->>'priority')::smallint, 0)
+        coalesce((e.j->>'priority')::smallint, 0),
+        e.j->>'approval', (e.j->>'approval_requested_at_ms')::bigint, (e.j->>'approval_deadline_ms')::bigint,
+        e.j->>'approval_decision', e.j->>'approval_decided_by', (e.j->>'approval_decided_at_ms')::bigint, e.j->>'approval_comment'
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
@@ -155,7 +159,7 @@ export const RUN_QUERIES = {
           AND l.lease_id <> ALL($4::text[])) AS leases_seen`,
   /** Then every unfinished job of the run, locked in row order. $1 workflow id, $2 run number. */
   cancelLockJobs: `SELECT * FROM jobs
-    WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'queued', 'running')
+    WHERE workflow_id = $1 AND run_number = $2::int AND status IN ('pending', 'awaiting_approval', 'queued', 'running')
     ORDER BY row_id FOR UPDATE`,
   /**
    * Last step, everything already locked: voids the leases and cancels the jobs (the run is settled
@@ -167,16 +171,17 @@ export const RUN_QUERIES = {
     UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL
     WHERE row_id = ANY($2::bigint[])`,
   /**
-   * Whether a run still has a job that can move: three probes of jobs_run_status. Sent after the
+   * Whether a run still has a job that can move: four probes of jobs_run_status (a job awaiting
+   * approval can still move: README "Approvals"). Sent after the
    * transaction that finished a job has committed, so it sees every other transaction that committed
    * before it; of two that finish a run's last jobs at once, the later check sees both (docs/architecture.md
    * "Run settlement"). $1 workflow id, $2 run number.
    */
   runOpen: `SELECT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = $1 AND run_number = $2::int
-      AND status IN ('pending', 'queued', 'running')) AS open`,
+      AND status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open`,
   /** As runOpen, for the run of a lease, sent right behind that lease's completion. $1 lease id. */
   runOpenOfLease: `SELECT l.workflow_id, l.run_number, EXISTS (SELECT 1 FROM jobs j
-      WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'queued', 'running')) AS open
+      WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open
     FROM leases l WHERE l.lease_id = $1`,
   /**
    * How a run that has no job left in motion ended, by its jobs: a job a cancel spared counts as
@@ -191,7 +196,7 @@ export const RUN_QUERIES = {
    */
   unsettledRuns: `SELECT r.workflow_id, r.run_number FROM runs r
     WHERE r.status = 'running' AND NOT EXISTS (SELECT 1 FROM jobs j
-      WHERE j.workflow_id = r.workflow_id AND j.run_number = r.run_number AND j.status IN ('pending', 'queued', 'running'))
+      WHERE j.workflow_id = r.workflow_id AND j.run_number = r.run_number AND j.status IN ('pending', 'awaiting_approval', 'queued', 'running'))
     LIMIT $1::int`,
   /** Records the end of a run that has no job left in motion. $1 workflow id, $2 run number, $3 state, $4 now. */
   settleRun: `UPDATE runs SET status = $3, finished_at_ms = $4::bigint

@@ -1,4 +1,5 @@
 import { isLeaseExpired, leaseUsableBy } from '../../domain/lease.js';
+import { beginWaits } from '../../domain/approval.js';
 import { endedJob, propagate, type EndedJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
@@ -159,8 +160,10 @@ export async function fanOutReady(q: Exec, decided: readonly JobRecord[], byId: 
   return out;
 }
 
+/** Writes what propagate (or a cancel) decided; a job now waiting for approval begins its wait (README "Approvals"). */
 export async function writeDecisions(q: Exec, jobs: readonly JobRecord[], nowMs: number): Promise<void> {
   if (jobs.length === 0) return;
+  beginWaits(jobs, nowMs);
   await q(QUERIES.applyDecisions, [jobs.map(decisionColumns), nowMs]);
 }
 

@@ -18,12 +18,14 @@ export const CONDITION_QUERIES = {
     RETURNING *`,
   /**
    * What conditions.ts propagate decided for a job it reached (docs/architecture.md "Conditions"); a
-   * job it queues then takes enqueueReady. @row_id @status @pending_needs @needs_results (JSON)
-   * @failed_upstream @run_cancelled @error @now_ms
+   * job it queues then takes enqueueReady, one it makes wait for approval gatherUpstreamOutputs.
+   * @row_id @status @pending_needs @needs_results (JSON) @failed_upstream @run_cancelled @error @now_ms
+   * @approval_requested_at_ms @approval_deadline_ms
    */
   applyDecision: `UPDATE jobs
     SET status = @status, pending_needs = @pending_needs, needs_results = @needs_results, failed_upstream = @failed_upstream,
       run_cancelled = @run_cancelled,
+      approval_requested_at_ms = @approval_requested_at_ms, approval_deadline_ms = @approval_deadline_ms,
       error = CASE WHEN @status = 'skipped' THEN @error ELSE error END,
       finished_at_ms = CASE WHEN @status = 'skipped' THEN @now_ms ELSE finished_at_ms END
     WHERE row_id = @row_id`,

@@ -42,6 +42,16 @@ export const LEASE_QUERIES = {
         FROM json_each(jobs.needs) k
         CROSS JOIN jobs n ON n.workflow_id = jobs.workflow_id AND n.run_number = jobs.run_number AND n.job_id = k.value)
     WHERE row_id = @row_id`,
+  /**
+   * A job that starts waiting for approval (README "Approvals") carries its needs' outputs from then
+   * on, as enqueueReady gathers them. ? row_id
+   */
+  gatherUpstreamOutputs: `UPDATE jobs
+    SET upstream_outputs = (
+        SELECT json_group_object(k.value, json(coalesce(n.outputs, '{}')) ORDER BY k.key)
+        FROM json_each(jobs.needs) k
+        CROSS JOIN jobs n ON n.workflow_id = jobs.workflow_id AND n.run_number = jobs.run_number AND n.job_id = k.value)
+    WHERE row_id = ?`,
   /** ? new state, ? lease_id; as settleLease, for a caller that has the lease already */
   closeLease: `UPDATE leases SET state = ? WHERE lease_id = ? AND state = 'active'`,
   /** ? new state, ? lease_id; only an active lease moves, so no lease is settled twice */

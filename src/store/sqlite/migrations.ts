@@ -312,6 +312,24 @@ CREATE TABLE secrets (
 `,
   },
   {
+    version: 16,
+    name: 'approval gates: the gate, the wait and the decision of a job',
+    // README "Approvals": a job with `approval:` waits in `awaiting_approval` once its needs are met.
+    // `approval` is the gate as defined (JSON; NULL: none), the other columns its wait and decision.
+    // jobs_approval_deadline holds only waits with a timeout, so the reaper's pass reads the ones due
+    // by a range read however many jobs there are.
+    sql: `
+ALTER TABLE jobs ADD COLUMN approval TEXT;
+ALTER TABLE jobs ADD COLUMN approval_requested_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN approval_deadline_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN approval_decision TEXT;
+ALTER TABLE jobs ADD COLUMN approval_decided_by TEXT;
+ALTER TABLE jobs ADD COLUMN approval_decided_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN approval_comment TEXT;
+CREATE INDEX jobs_approval_deadline ON jobs(approval_deadline_ms) WHERE status = 'awaiting_approval' AND approval_deadline_ms IS NOT NULL;
+`,
+  },
+  {
     version: 17,
     name: 'concurrency groups: runs.concurrency_group',
     // README "Concurrency groups": a start and a queued run's start read the group's running and queued

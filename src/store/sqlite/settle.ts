@@ -1,4 +1,5 @@
 import { isLeaseExpired, leaseUsableBy } from '../../domain/lease.js';
+import { beginWaits } from '../../domain/approval.js';
 import { endedJob, propagate, type EndedJob, type WaitingJob } from '../../domain/conditions.js';
 import { LEASE_EXPIRED_ERROR, planFailure, timedOutError } from '../../domain/retry.js';
 import { runStateFromCounts } from '../../domain/run-state.js';
@@ -184,10 +185,16 @@ function fanOut(
   finishJobs(c, run, { finished: 1 + skipped, failed: status === 'failed' ? 1 : 0, cancelled: 0 }, nowMs);
 }
 
-/** Writes a pending job's decision; one now queued also takes enqueueReady (its times and upstream outputs). */
+/**
+ * Writes a pending job's decision; one now queued also takes enqueueReady (its times and upstream
+ * outputs), one now waiting for approval begins its wait and gathers its upstream outputs
+ * (README "Approvals").
+ */
 function writeDecision(c: Conn, j: JobRecord, nowMs: number): void {
+  beginWaits([j], nowMs);
   c.q('applyDecision').run(decisionParams({ ...j, status: j.status === 'queued' ? 'pending' : j.status }, nowMs));
   if (j.status === 'queued') c.q('enqueueReady').run({ row_id: j.row_id, now_ms: nowMs });
+  if (j.status === 'awaiting_approval') c.q('gatherUpstreamOutputs').run(j.row_id);
 }
 
 /** The parameters of applyDecision for `j` as it is now. */

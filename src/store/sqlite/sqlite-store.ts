@@ -7,6 +7,8 @@ import type {
   BeginUploadOutcome,
   FinishUploadOutcome,
   CancelRunOutcome,
+  DecideApprovalOutcome,
+  DecideApprovalRequest,
   Claimed,
   StoreClaim,
   CompleteOutcome,
@@ -149,6 +151,14 @@ export class SqliteStore implements Store {
 
   pushLogs(leaseId: string, chunks: readonly IncomingChunk[], nowMs: number, holder: string | null = null, maxBytes?: number): Promise<PushLogsOutcome> {
     return this.write('pushLogs', leaseId, chunks, nowMs, holder, maxBytes);
+  }
+
+  decideApproval(req: DecideApprovalRequest): Promise<DecideApprovalOutcome> {
+    return this.write('decideApproval', req);
+  }
+
+  timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome> {
+    return this.write('timeOutApprovals', nowMs, limit);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -11,6 +11,7 @@
  */
 import type { Conn } from './connection.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
+import { decideApproval, timeOutApprovals } from './approvals.js';
 import { claim, releaseLeases } from './claim.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
@@ -33,6 +34,8 @@ export const WRITES = {
   complete,
   fail,
   pushLogs,
+  decideApproval,
+  timeOutApprovals,
   registerWorker,
   pruneWorkers,
   expireLeases,
