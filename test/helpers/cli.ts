@@ -4,8 +4,9 @@
  */
 import { after, before, type TestContext } from 'node:test';
 import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import { client, MIN_DEADLINE_MS } from './http.js';
-import { makeSandbox, spawnServer, spawnWeft, type SpawnedProcess } from './server.js';
+import { makeSandbox, spawnServer, spawnWeft, WEFT_BIN, type SpawnedProcess } from './server.js';
 
 export interface FileServer {
   /** The server's base URL. */
@@ -106,4 +107,15 @@ function withDeadline<T>(p: Promise<T>, ms: number, what: () => string): Promise
       timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what()}`)), ms);
     }),
   ]);
+}
+
+/** `weft <args>` with `input` on its stdin, as `printf %s "$KEY" | weft secret set NAME` runs it. */
+export function cliWithStdin(args: string[], input: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawn(process.execPath, [WEFT_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  p.stdin.end(input);
+  return new Promise((resolve) => p.on('close', (code) => resolve({ code, stdout, stderr })));
 }

@@ -11,21 +11,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { client, until } from '../helpers/http.js';
 import { createDatabase } from '../helpers/postgres.js';
-import { sandbox, serverProcess, spawnWeft, track, WEFT_BIN, type Sandbox } from '../helpers/server.js';
-import { spawn } from 'node:child_process';
+import { sandbox, serverProcess, spawnWeft, track, type Sandbox } from '../helpers/server.js';
 import { openSse } from '../helpers/sse.js';
-import { runCli, type FileServer } from '../helpers/cli.js';
+import { cliWithStdin, runCli, type FileServer } from '../helpers/cli.js';
 
-/** `weft <args>` with `input` on its stdin, as `printf %s "$KEY" | weft secret set NAME` runs it. */
-function cliWithStdin(args: string[], input: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawn(process.execPath, [WEFT_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  p.stdin.end(input);
-  return new Promise((resolve) => p.on('close', (code) => resolve({ code, stdout, stderr })));
-}
 
 const TOKENS = { admin: 'admin-token-0123456789', worker: 'worker-token-0123456789', read: 'read-token-0123456789' };
 const auth = (token: string) => ({ authorization: `Bearer ${token}` });

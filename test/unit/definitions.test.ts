@@ -774,7 +774,7 @@ describe('example workflows in workflows/', () => {
 
   test('every file loads without errors', () => {
     assert.deepEqual(errors.map((e) => e.error.message), []);
-    assert.deepEqual(loaded.map((l) => l.file), ['ci.yml', 'hello.json', 'nightly-report.yaml', 'release.yml']);
+    assert.deepEqual(loaded.map((l) => l.file), ['ci.yml', 'deploy.yml', 'hello.json', 'nightly-report.yaml', 'release.yml']);
   });
 
   test('ci.yml fans out and back in and uses the advertised features', () => {
