@@ -319,9 +319,12 @@ export class Engine extends EngineReads {
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
-    const secrets = await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
-    const results = claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id)));
-    await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
+    // A claim of jobs that name no secret (the common case) takes no extra step (README "Secrets").
+    const secrets = this.secrets.noneNamed(claimed) ? null : await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
+    const results = secrets
+      ? claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id)))
+      : claimed.map((c) => claimResult(c));
+    if (secrets) await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
     try {
       await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
     } catch (err) {

@@ -55,7 +55,8 @@ export class LeaseCalls {
 
   /** Marks the job a success, stores its outputs and enqueues what it unblocks, all in one step. */
   async complete(leaseId: string, outputs: Outputs, holder: string | null = null): Promise<Omit<CompleteResponse, 'ok'>> {
-    const forms = await this.masksOf(leaseId);
+    // No await for a lease claimed here: a report pays nothing for secrets it has none of.
+    const forms = this.ctx.secrets.knownMasks(leaseId) ?? (await this.ctx.secrets.masksOf(leaseId));
     const outcome = await this.ctx.store.complete(leaseId, storableOutputs(forms.length > 0 ? maskOutputs(outputs, forms) : outputs), this.ctx.now(), holder);
     if (outcome.kind !== 'not_yours') this.ctx.secrets.forget(leaseId);
     switch (outcome.kind) {
@@ -74,7 +75,7 @@ export class LeaseCalls {
 
   /** Records a failure: re-queued with backoff while the retry budget allows, otherwise failed. */
   async fail(leaseId: string, error: string, retryable: boolean, holder: string | null = null): Promise<Omit<FailResponse, 'ok'>> {
-    const forms = await this.masksOf(leaseId);
+    const forms = this.ctx.secrets.knownMasks(leaseId) ?? (await this.ctx.secrets.masksOf(leaseId));
     const now = this.ctx.now();
     const outcome = await this.ctx.store.fail(leaseId, storableText(forms.length > 0 ? maskText(error, forms) : error), retryable, now, holder);
     if (outcome.kind !== 'not_yours') this.ctx.secrets.forget(leaseId);
@@ -115,7 +116,7 @@ export class LeaseCalls {
    * MAX_LOG_BYTES_PER_ATTEMPT the answer says `truncated` (src/domain/log-budget.ts).
    */
   async pushLogs(leaseId: string, chunks: IncomingLogChunk[], holder: string | null = null): Promise<{ accepted: number; truncated?: true }> {
-    const forms = await this.masksOf(leaseId);
+    const forms = this.ctx.secrets.knownMasks(leaseId) ?? (await this.ctx.secrets.masksOf(leaseId));
     const given = forms.length > 0 ? await maskChunks(this.ctx.store, leaseId, chunks, forms) : chunks;
     const clean = given.map((c) => (c.data.includes('\u0000') ? { ...c, data: storableText(c.data) } : c));
     const outcome = await this.ctx.store.pushLogs(leaseId, clean, this.ctx.now(), holder, this.ctx.maxLogBytesPerAttempt);
@@ -135,11 +136,6 @@ export class LeaseCalls {
       default:
         throw this.refused(leaseId, outcome, holder);
     }
-  }
-
-  /** Known at once for a lease claimed here (no await, so the common report pays nothing for secrets). */
-  private masksOf(leaseId: string): readonly string[] | Promise<readonly string[]> {
-    return this.ctx.secrets.knownMasks(leaseId) ?? this.ctx.secrets.masksOf(leaseId);
   }
 
   /**

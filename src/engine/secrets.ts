@@ -16,14 +16,20 @@ export const MAX_SECRET_BYTES = 48 * 1024;
 /** Leases whose masks this server remembers; an entry it forgot is read again from the store. */
 const MASK_CACHE_ENTRIES = 10_000;
 
+const NO_FORMS: readonly string[] = [];
+
 /** '' is the scope every workflow sees. */
 const GLOBAL = '';
 
 /** The secret names a job's env refers to, each once. */
 export function secretNamesOf(env: Readonly<Record<string, string>>): string[] {
-  const names = new Set<string>();
-  for (const v of Object.values(env)) for (const ref of referencesOf(v)) if (ref.kind === 'secrets') names.add(ref.name);
-  return [...names];
+  let names: Set<string> | null = null;
+  for (const k in env) {
+    const v = env[k]!;
+    if (!v.includes('${{')) continue;
+    for (const ref of referencesOf(v)) if (ref.kind === 'secrets') (names ??= new Set()).add(ref.name);
+  }
+  return names ? [...names] : NO_FORMS as string[];
 }
 
 /** A claimed job's secrets, opened: the values by name and what to hide of them. */
@@ -109,6 +115,16 @@ export class Secrets {
         `workflow "${workflowId}" uses secrets that are not set: ${list}. Set each with \`weft secret set NAME\` (or --workflow ${workflowId}), then start the run again`,
       );
     }
+  }
+
+  /**
+   * True when no claimed job names a secret; each lease is then remembered as having none, so that its
+   * reports take no read either.
+   */
+  noneNamed(claims: ReadonlyArray<{ lease: { lease_id: string }; job: JobRecord }>): boolean {
+    if (claims.some((c) => secretNamesOf(c.job.env).length > 0)) return false;
+    for (const c of claims) this.remember(c.lease.lease_id, NO_FORMS);
+    return true;
   }
 
   /**
