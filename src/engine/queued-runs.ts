@@ -89,7 +89,9 @@ export class QueuedRuns {
   async pass(): Promise<number> {
     const ids = await this.store.read((r) => r.queuedWorkflows(QUEUED_WORKFLOWS_PER_PASS));
     this.waiting.clear();
-    this.waitingOnGroup.clear();
+    // A group waiter known here stays one while its workflow still has a queued run.
+    const queued = new Set(ids);
+    for (const id of this.waitingOnGroup) if (!queued.has(id)) this.waitingOnGroup.delete(id);
     let started = 0;
     for (const id of ids) {
       this.waiting.add(id);

@@ -59,6 +59,9 @@ test('a group is checked with the definition, evaluated from the inputs, shown o
   const c0 = await api.claim('w', ['web']);
   assert.equal((await api.post(`/api/jobs/${c0!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   assert.equal((await api.get('/api/workflows/web/runs/2')).body.run.status, 'queued');
+  // A reaper pass meanwhile (the group still busy) must not make this server forget that web waits on it.
+  await srv.engine.housekeeping.reap();
+  assert.equal((await api.get('/api/workflows/web/runs/2')).body.run.status, 'queued');
   // api's run ends: web's waiting run starts at once, without a reaper, though another workflow freed it.
   const c1 = await api.claim('w', ['api']);
   assert.equal((await api.post(`/api/jobs/${c1!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
