@@ -57,24 +57,6 @@ export function maskText(text: string, forms: readonly string[]): string {
 }
 
 /**
- * How many characters at the end of `text` could be the start of a form: a sender holds them back
- * until more text shows whether a secret follows (`weft worker`), so that a secret written in two
- * pieces is still hidden whole.
- */
-export function unsafeTailLength(text: string, forms: readonly string[]): number {
-  let longest = 0;
-  for (const f of forms) {
-    for (let n = Math.min(f.length - 1, text.length); n > longest; n--) {
-      if (text.endsWith(f.slice(0, n))) {
-        longest = n;
-        break;
-      }
-    }
-  }
-  return longest;
-}
-
-/**
  * A form that starts in `before` (text already stored) and ends in `after` (the text now arriving):
  * answers both with the form's pieces hidden (its part in `before` replaced by `***`, its part in
  * `after` removed), or null when no form crosses the seam. Each side is already masked on its own.

@@ -32,17 +32,20 @@ export async function maskChunks(store: Store, leaseId: string, chunks: Incoming
   }
   const first = out[0];
   if (first === undefined) return out;
-  const lease = await store.read((r) => r.getLease(leaseId));
-  // An unknown lease is refused by the push itself, which stores nothing.
-  if (lease === null) return out;
-  const key = { workflow_id: lease.workflow_id, run_number: lease.run_number, job_id: lease.job_id, attempt: lease.attempt, sequence: first.sequence };
   // Two tries: a concurrent push of the same attempt may rewrite the chunk between the read and the write.
   for (let tries = 0; tries < 2; tries++) {
-    const before = await store.read((r) => r.logChunkBefore(key));
-    if (before === null) return out;
-    const seam = maskAcrossSeam(before.data, first.data, forms);
+    const found = await store.read(async (r) => {
+      const lease = await r.getLease(leaseId);
+      // An unknown lease is refused by the push itself, which stores nothing.
+      if (lease === null) return null;
+      const key = { workflow_id: lease.workflow_id, run_number: lease.run_number, job_id: lease.job_id, attempt: lease.attempt, sequence: first.sequence };
+      const before = await r.logChunkBefore(key);
+      return before && { key: { ...key, sequence: before.sequence }, before };
+    });
+    if (found === null) return out;
+    const seam = maskAcrossSeam(found.before.data, first.data, forms);
     if (seam === null) return out;
-    if (await store.rewriteLogChunk({ ...key, sequence: before.sequence }, before.data, seam.before)) {
+    if (await store.rewriteLogChunk(found.key, found.before.data, seam.before)) {
       first.data = seam.after;
       return out;
     }

@@ -29,13 +29,12 @@ export function secretNamesOf(env: Readonly<Record<string, string>>): string[] {
     if (!v.includes('${{')) continue;
     for (const ref of referencesOf(v)) if (ref.kind === 'secrets') (names ??= new Set()).add(ref.name);
   }
-  return names ? [...names] : NO_FORMS as string[];
+  return names ? [...names] : [];
 }
 
-/** A claimed job's secrets, opened: the values by name and what to hide of them. */
+/** A claimed job's secrets, opened: the values by name. */
 export interface OpenedSecrets {
   values: ReadonlyMap<string, string>;
-  forms: readonly string[];
 }
 
 export class Secrets {
@@ -142,9 +141,8 @@ export class Secrets {
       }
       try {
         const values = await this.openFor(job.workflow_id, names);
-        const forms = maskForms(values.values());
-        this.remember(leaseId, forms);
-        opened.set(leaseId, { values, forms });
+        this.remember(leaseId, maskForms(values.values()));
+        opened.set(leaseId, { values });
       } catch (err) {
         if (!(err instanceof WeftError || err instanceof SecretKeyError)) throw err;
         failed.set(leaseId, err.message);
