@@ -31,6 +31,17 @@ export function groupDecision(active: readonly GroupRun[], cancelInProgress: boo
   };
 }
 
+/** What a start that waits tells its caller: the runs replaced and those to cancel, by key. */
+export function groupOutcome(group: GroupDecision): { replaced: RunRef[]; supersede: RunRef[] } {
+  const ref = (r: GroupRun): RunRef => ({ workflow_id: r.workflow_id, run_number: r.run_number });
+  return { replaced: group.replaced.map(ref), supersede: group.supersede.map(ref) };
+}
+
+export interface RunRef {
+  workflow_id: string;
+  run_number: number;
+}
+
 /** Whether a queued run of `group` may start now: none of the group's runs is running. */
 export function groupIsFree(active: readonly GroupRun[]): boolean {
   return !active.some((r) => r.status === 'running');

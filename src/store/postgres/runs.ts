@@ -1,13 +1,12 @@
 import { planCancel, propagate } from '../../domain/conditions.js';
 import { DEFAULT_CONCURRENCY, isTerminal, type Concurrency, type WorkflowDefinition } from '../../domain/model.js';
-import { groupDecision, groupIsFree, type GroupRun } from '../../domain/run-groups.js';
+import { groupDecision, groupIsFree, groupOutcome, type GroupRun } from '../../domain/run-groups.js';
 import type {
   CancelRunOutcome,
   FireScheduleOutcome,
   FireScheduleRequest,
   JobChange,
   JobRecord,
-  RunKey,
   RunRecord,
   StartRunOutcome,
   StartedRuns,
@@ -76,8 +75,7 @@ async function startOrQueue(q: Exec, req: StartRunRequest, wf: Row, drained: Sta
   if (running < concurrency.max_runs && !group?.wait) return insertNextRun(q, req, wf.latest_run as number, 'running');
   const queued = await insertNextRun(q, req, wf.latest_run as number, 'queued');
   if (!group || queued.kind !== 'queued') return queued;
-  const key = (r: GroupRun): RunKey => ({ workflow_id: r.workflow_id, run_number: r.run_number });
-  return { ...queued, replaced: group.replaced.map(key), supersede: group.supersede.map(key) };
+  return { ...queued, ...groupOutcome(group) };
 }
 
 /** The group's running and queued runs, read once its lock is held (README "Concurrency groups"). */

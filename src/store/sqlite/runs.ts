@@ -6,7 +6,6 @@ import type {
   FireScheduleRequest,
   JobChange,
   NewJob,
-  RunKey,
   RunRecord,
   StartedRuns,
   StartRunOutcome,
@@ -14,7 +13,7 @@ import type {
   WorkflowRecord,
 } from '../store.js';
 import { DEFAULT_CONCURRENCY, isTerminal } from '../../domain/model.js';
-import { groupDecision, groupIsFree, type GroupDecision, type GroupRun } from '../../domain/run-groups.js';
+import { groupDecision, groupIsFree, groupOutcome, type GroupRun } from '../../domain/run-groups.js';
 import { plannedJobsAt } from '../rows.js';
 import { inputsColumn, jobRow, toJob, toRun, toWorkflow, type Row } from '../rows.js';
 import { change } from '../changes.js';
@@ -68,7 +67,7 @@ export function startRun(
     if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
     insertLabelSets(c, req);
     c.q('setLatestRun').run(runNumber, wf.id);
-    return { kind: 'queued', run: { ...run, plan: [...req.jobs] }, ...groupOutcome(group) };
+    return { kind: 'queued', run: { ...run, plan: [...req.jobs] }, ...(group ? groupOutcome(group) : {}) };
   }
   // A re-run's kept jobs start as `success`, and jobs a condition skipped at the start as `skipped`
   // (src/engine/run-plan.ts): both are finished already.
@@ -86,12 +85,6 @@ export function startRun(
 /** A concurrency group's running and queued runs, of every workflow (README "Concurrency groups"). */
 function groupRuns(c: Conn, group: string): GroupRun[] {
   return c.q('groupRuns').all(group) as GroupRun[];
-}
-
-function groupOutcome(group: GroupDecision | null): { replaced?: RunKey[]; supersede?: RunKey[] } {
-  if (!group) return {};
-  const key = (r: GroupRun): RunKey => ({ workflow_id: r.workflow_id, run_number: r.run_number });
-  return { replaced: group.replaced.map(key), supersede: group.supersede.map(key) };
 }
 
 function insertJobs(c: Conn, workflowId: string, runNumber: number, jobs: readonly NewJob[]): JobChange[] {
