@@ -70,7 +70,10 @@ test('a waiting job is highlighted in the graph and the list; Approve and Reject
   await node(page, 'gate', 'awaiting_approval').waitFor(WAIT);
   await button(page, 'List').click();
   const row = page.locator('tr[data-job-row="gate"]');
-  await until(async () => /\bawaiting\b/.test((await row.getAttribute('class')) ?? ''), 'the waiting row to be highlighted');
+  // Wait for the list's render under the same deadline as every other wait here (a loaded machine may
+  // take longer than Playwright's default 30 s for a locator), then for the row's highlight.
+  await row.waitFor(WAIT);
+  await until(async () => /\bawaiting\b/.test((await row.getAttribute('class', WAIT)) ?? ''), 'the waiting row to be highlighted', WAIT.timeout);
   await page.goto(`${stack.url}/#/workflows/release/jobs/gate`);
   await button(page, 'Reject').click();
   await page.locator('.approval .decision[data-decision="rejected"]').waitFor(WAIT);
