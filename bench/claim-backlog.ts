@@ -40,7 +40,7 @@ async function seed(store: SqliteStore, n: number): Promise<void> {
         condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false, conditional_dependents: false, max_retries: 0, backoff: { kind: 'none' },
         timeout_secs: null, status: 'queued', attempt: 0, enqueued_at_ms: now - n + i, delayed_until_ms: delayed,
         ready_at_ms: Math.max(now - n + i, delayed), priority: 0, started_at_ms: null, finished_at_ms: null, deadline_ms: null,
-        error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null,
+        error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null, concurrency_group: null, cancel_in_progress: false,
       });
     }
     const r = await store.startRun({ workflow_id: id, expected_hash: 'x', jobs, label_sets: labelSets, now_ms: now });

@@ -44,7 +44,7 @@ async function seed(): Promise<void> {
       dependents: [], pending_needs: 0, condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false,
       conditional_dependents: false, max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null, status: 'queued',
       attempt: 0, enqueued_at_ms: now, delayed_until_ms: 0, ready_at_ms: now, started_at_ms: null, finished_at_ms: null,
-      deadline_ms: null, error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null,
+      deadline_ms: null, error: null, outputs: null, upstream_outputs: {}, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null, concurrency_group: null, cancel_in_progress: false,
     }));
     await store.startRun({ workflow_id: id, expected_hash: 'h', jobs: jobs as never, label_sets: [{ key, labels }], now_ms: now });
   }

@@ -108,7 +108,7 @@ async function seed(store: FreshStore, size: number, warmup: number): Promise<{ 
       condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false, conditional_dependents: false,
       max_retries: 0, backoff: shared.backoff, timeout_secs: null, status: 'queued', attempt: 0, enqueued_at_ms: t,
       delayed_until_ms: 0, ready_at_ms: t, started_at_ms: null, finished_at_ms: null, deadline_ms: null, error: null,
-      outputs: null, upstream_outputs: shared.upstream_outputs, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null,
+      outputs: null, upstream_outputs: shared.upstream_outputs, worker_id: null, lease_id: null, group_id: null, matrix: null, max_parallel: null, fail_fast: false, for_each: null, item: null, item_index: null, concurrency_group: null, cancel_in_progress: false,
     };
   };
   const workflow = {

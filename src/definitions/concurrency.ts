@@ -4,7 +4,7 @@
  * other workflows' runs.
  */
 import { hasExpression, parseTemplate } from '../domain/expressions.js';
-import type { Concurrency } from '../domain/model.js';
+import type { Concurrency, JobConcurrency } from '../domain/model.js';
 import { checkKeys, describe, isAbsent, isPlainObject, type At } from './values.js';
 
 const CONCURRENCY_KEYS = ['max_runs', 'when_full', 'group', 'cancel_in_progress'] as const;
@@ -88,4 +88,37 @@ export function checkGroupInputs(group: string | undefined, inputs: ReadonlySet<
       at.issues.add(at.job, `${at.field}.group`, `unknown input '${part.ref.key}' (declared: ${[...inputs].join(', ') || 'none'})`);
     }
   }
+}
+
+const JOB_CONCURRENCY_KEYS = ['group', 'cancel_in_progress'] as const;
+
+/**
+ * `concurrency:` of a job: a group (text, or the group alone as a string, as GitHub Actions allows)
+ * and `cancel_in_progress`. Its expressions are checked with the job's others (expressions.ts).
+ */
+export function readJobConcurrency(value: unknown, at: At): JobConcurrency | undefined {
+  if (isAbsent(value)) return undefined;
+  if (typeof value === 'string') value = { group: value };
+  if (!isPlainObject(value)) {
+    at.issues.add(at.job, at.field, `must be a mapping {group, cancel_in_progress?} or a group name, got ${describe(value)}`);
+    return undefined;
+  }
+  for (const key of ['max_runs', 'when_full']) {
+    if (Object.hasOwn(value, key)) {
+      at.issues.add(at.job, `${at.field}.${key}`, `is a workflow's setting (concurrency at the top level); a job's concurrency takes only group and cancel_in_progress`);
+    }
+  }
+  const rest = Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'max_runs' && k !== 'when_full'));
+  checkKeys(rest, JOB_CONCURRENCY_KEYS, (key, message) => at.issues.add(at.job, `${at.field}.${key}`, message), {
+    cancel: 'cancel_in_progress',
+    cancel_in_flight: 'cancel_in_progress',
+    name: 'group',
+  });
+  if (isAbsent(value.group)) {
+    at.issues.add(at.job, `${at.field}.group`, 'is required: name the group the job shares with other jobs (e.g. "deploy-${{ inputs.env }}")');
+    return undefined;
+  }
+  const out: Concurrency = { max_runs: 1, when_full: 'reject' };
+  readGroup(value, out, at);
+  return out.group === undefined ? undefined : { group: out.group, cancel_in_progress: out.cancel_in_progress === true };
 }

@@ -11,8 +11,10 @@ import type { Issues } from './issues.js';
 type Kind = ExprRef['kind'];
 
 /** What every field of a job may reference. */
-const ALLOWED: Record<'name' | 'labels' | 'env' | 'run', ReadonlySet<Kind>> = {
+const ALLOWED: Record<'name' | 'labels' | 'env' | 'run' | 'group', ReadonlySet<Kind>> = {
   name: new Set(['matrix', 'inputs', 'item', 'literal']),
+  // A job's concurrency group is fixed when its run starts (README "Concurrency groups").
+  group: new Set(['matrix', 'inputs', 'literal']),
   labels: new Set(['matrix', 'inputs', 'literal']),
   // A secret only ever reaches a job through its env, filled in the claim answer (README "Secrets").
   env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item', 'secrets', 'literal']),
@@ -68,6 +70,7 @@ export function checkJobExpressions(job: JobSpec, commandField: string, scope: E
   job.labels.forEach((l, i) => check(l, `labels[${i}]`, 'labels'));
   for (const [k, v] of Object.entries(job.env)) check(v, `env.${k}`, 'env');
   check(job.command, commandField, 'run');
+  if (job.concurrency) check(job.concurrency.group, 'concurrency.group', 'group');
 }
 
 function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
@@ -75,6 +78,7 @@ function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
   if (where === 'run') {
     return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
   }
+  if (where === 'group') return `'\${{ ${text} }}' cannot be used in a concurrency group: only inputs and matrix values, known when the run starts`;
   if (ref.kind === 'secrets') return `'\${{ ${text} }}' cannot be used in ${where}: a secret reaches a job only through its env (env: { VALUE: '\${{ ${text} }}' })`;
   return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
 }

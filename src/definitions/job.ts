@@ -10,6 +10,7 @@ import { readBackoff } from './backoff.js';
 import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
 import { readApproval } from './approval.js';
+import { readJobConcurrency } from './concurrency.js';
 import { readForEach, readStrategy } from './strategy.js';
 import { hasExpression } from '../domain/expressions.js';
 import {
@@ -56,7 +57,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority', 'approval'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority', 'approval', 'concurrency'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -178,6 +179,11 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
     } else {
       spec.approval = approval;
     }
+  }
+  // `concurrency:` (README "Concurrency groups"), contract form only.
+  if (keys.steps !== null) {
+    const concurrency = readJobConcurrency(raw.concurrency, at('concurrency'));
+    if (concurrency) spec.concurrency = concurrency;
   }
   if (gateOnly && approval && spec.artifacts !== undefined) issues.add(label, 'artifacts', "a job without 'run' uploads nothing; remove 'artifacts' or add 'run'");
   return spec;

@@ -79,6 +79,9 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
       ...(job.approval.timeout_secs !== null ? { timeout_secs: job.approval.timeout_secs } : {}),
     };
   }
+  if (job.concurrency) {
+    out.concurrency = { group: job.concurrency.group, ...(job.concurrency.cancel_in_progress ? { cancel_in_progress: true } : {}) };
+  }
   return out;
 }
 

@@ -82,6 +82,18 @@ export interface JobSpec {
    * are met. Absent for a job without a gate, so its hash is unchanged.
    */
   approval?: ApprovalSpec;
+  /**
+   * `concurrency:` of a job (README "Concurrency groups"): at most one job of all the jobs, of any run
+   * or workflow, whose group evaluates to the same name runs at once. Absent: none, so its hash is unchanged.
+   */
+  concurrency?: JobConcurrency;
+}
+
+/** A job's concurrency group, written with `${{ inputs.* }}` and `${{ matrix.* }}` as the author gave it. */
+export interface JobConcurrency {
+  group: string;
+  /** A job arriving in the group cancels the group's running job instead of waiting for it to end. */
+  cancel_in_progress: boolean;
 }
 
 /** A job's approval gate, as defined (src/domain/approval.ts has the rules). */

@@ -33,6 +33,7 @@ import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
+import { JobGroups } from './job-groups.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -65,6 +66,8 @@ export class Engine extends EngineReads {
   readonly secrets: Secrets;
   /** Approve and reject of jobs awaiting approval (README "Approvals"). */
   readonly approvals: Approvals;
+  /** Arrivals in concurrency groups of jobs, settled (README "Concurrency groups"). */
+  readonly jobGroups: JobGroups;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -72,6 +75,7 @@ export class Engine extends EngineReads {
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
+    this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
@@ -103,6 +107,7 @@ export class Engine extends EngineReads {
       scheduleGraceMs: opts.scheduleGraceMs ?? DEFAULT_SCHEDULE_GRACE_MS,
       workerRetainMs: opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS,
       announce: (changes) => this.announce(changes),
+      jobGroups: this.jobGroups,
       attemptEnded: (event) => this.events.emit('attempt', event),
       scheduledRunStarted: (outcome, labelSets) => {
         this.labelSets.add(labelSets);
@@ -128,6 +133,7 @@ export class Engine extends EngineReads {
     this.peers = new Peers(opts.store, {
       jobs: (changes) => {
         this.emitJobs(changes);
+        this.jobGroups.afterChanges(changes);
         this.waiters.wake();
       },
       logs: (c) => this.events.emit('logs', c),
@@ -234,7 +240,10 @@ export class Engine extends EngineReads {
         case 'started':
           this.labelSets.add(labelSets);
           this.peers.sendLabelSets();
+          if (jobs.some((j) => j.concurrency_group !== null)) this.jobGroups.note(id);
           this.announce(outcome.changes);
+          // Its jobs that arrived in a concurrency group replace the group's waiting ones before the answer.
+          if (jobs.some((j) => j.concurrency_group !== null && j.status === 'queued')) await this.jobGroups.settle().catch(() => undefined);
           this.log.info(
             { workflow_id: id, run_number: outcome.run.run_number, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
             rerun_of !== null ? 'run started (re-run)' : 'run started',
@@ -415,6 +424,7 @@ export class Engine extends EngineReads {
     this.emitJobs(changes);
     this.waiters.wake();
     this.peers.sendJobs(changes);
+    this.jobGroups.afterChanges(changes);
   }
 
   private emitJobs(changes: readonly JobChange[]): void {

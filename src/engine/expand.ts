@@ -10,6 +10,7 @@ import { type Combo, instanceId, instanceName, matrixEnvName } from '../domain/m
 import { valueText } from '../domain/expressions.js';
 import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
+import { MAX_GROUP_CHARS } from '../definitions/concurrency.js';
 
 /** A job of a run before it has a row: a definition job, or one instance of a matrix. */
 export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
@@ -19,6 +20,9 @@ export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
   fail_fast: boolean;
   /** A for_each job, one row until its need completes (store/fan-out.ts). */
   for_each: { job: string; key: string } | null;
+  /** Its concurrency group with inputs and matrix values filled in (README "Concurrency groups"); null: none. */
+  concurrency_group: string | null;
+  cancel_in_progress: boolean;
 }
 
 /** Instance ids of each group, in index order. */
@@ -84,7 +88,11 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
 }
 
 /** `spec` with its name, labels, env and command substituted by `resolve`. */
-function plain(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: string): JobSpec {
+function plain(
+  spec: JobSpec,
+  resolve: (ref: ExprRef) => unknown,
+  workflowId: string,
+): JobSpec & Pick<PlannedSpec, 'concurrency_group' | 'cancel_in_progress'> {
   const { strategy: _strategy, for_each: _forEach, ...rest } = spec;
   const labels = spec.labels.map((l) => {
     if (!hasExpression(l)) return l;
@@ -102,5 +110,20 @@ function plain(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: st
     // Parsed again when the job is leased (needs, secrets): what is filled in now stays text then.
     env: Object.fromEntries(Object.entries(spec.env).map(([k, v]) => [k, substitute(v, resolve, { keepForLater: true })])),
     command: substitute(spec.command, (ref) => (ref.kind === 'matrix' ? resolve(ref) : undefined)),
+    concurrency_group: spec.concurrency ? groupName(spec, resolve, workflowId) : null,
+    cancel_in_progress: spec.concurrency?.cancel_in_progress === true,
   };
+}
+
+/** A job's concurrency group as its run (or instance) has it; empty or too long is a 400, as a run's group is. */
+function groupName(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId: string): string {
+  const written = spec.concurrency!.group;
+  const name = substitute(written, resolve).trim();
+  if (name === '' || name.length > MAX_GROUP_CHARS) {
+    throw new WeftError(
+      'invalid_request',
+      `workflow "${workflowId}", job "${spec.id}": concurrency.group '${written}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs; give inputs that name a group`,
+    );
+  }
+  return name;
 }

@@ -5,6 +5,7 @@ import type { BlobStore } from './blob-store.js';
 import type { AttemptEvent } from './engine-options.js';
 import type { OutageWarnings } from './outage.js';
 import type { QueuedRuns } from './queued-runs.js';
+import type { JobGroups } from './job-groups.js';
 import { fireDueSchedules, type SchedulePassOptions, type ScheduleTotals } from './schedules.js';
 import {
   BATCHES_PER_PASS,
@@ -29,6 +30,8 @@ export interface HousekeepingContext {
   readonly workerRetainMs: number;
   /** Durable changes, told to listeners, waiting claims and other servers. */
   announce(changes: readonly JobChange[]): void;
+  /** Arrivals in concurrency groups of jobs, which each pass settles whoever made them. */
+  readonly jobGroups: JobGroups;
   /** An attempt this process settled (the `attempt` event). */
   attemptEnded(event: AttemptEvent): void;
   /** A scheduled run started (its label sets are new to this server). */
@@ -68,6 +71,9 @@ export class Housekeeping {
       const approvals = await store.timeOutApprovals(now, REAP_BATCH);
       counts.approvalsTimedOut = approvals.ended.length;
       this.ctx.announce(approvals.changes);
+      // Arrivals in concurrency groups of jobs no server settled yet: a run another server started, or
+      // a crash between a change and its settling (README "Concurrency groups").
+      await this.ctx.jobGroups.settle();
       const runs = await store.settleStrandedRuns(now, REAP_BATCH);
       if (runs > 0) log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
       // After the sweeps above, so the slots they freed are taken in this same pass.

@@ -95,6 +95,8 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       for_each: spec.for_each,
       item: null,
       item_index: null,
+      concurrency_group: spec.concurrency_group,
+      cancel_in_progress: spec.cancel_in_progress,
       approval: was === undefined && ready && approval ? beginWait(approval, nowMs) : approval,
     };
   });

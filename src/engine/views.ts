@@ -185,6 +185,8 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     ...groupFields(j),
     // README "Approvals": only on a gated job, so other entries keep their shape.
     ...(j.approval ? { approval: { ...j.approval } } : {}),
+    // README "Concurrency groups": likewise only on a job in one.
+    ...(j.concurrency_group !== null ? { concurrency_group: j.concurrency_group } : {}),
   };
 }
 

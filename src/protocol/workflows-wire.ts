@@ -99,6 +99,8 @@ export const JobView = Type.Object({
   instances: Type.Optional(nullable(Type.Integer(), { description: 'on a group not yet expanded: null; on a fan-out with no items: 0' })),
   /** Gated jobs only (README "Approvals"); absent on a job without `approval:`. */
   approval: Type.Optional(ApprovalView),
+  /** README "Concurrency groups": only on a job in one; a `queued` job of it waits while another job of the group runs. */
+  concurrency_group: Type.Optional(Type.String({ description: "the job's concurrency group (only on a job in one); a queued job waits while another job of the group runs" })),
 });
 export type JobView = Static<typeof JobView>;
 

@@ -74,6 +74,16 @@ export type CancelRunOutcome =
   | { kind: 'not_found' };
 
 /** What a reaper sweep settled. */
+/** What settling the arrivals in concurrency groups of jobs did (README "Concurrency groups"). */
+export interface JobGroupsOutcome {
+  /** The jobs cancelled and what that decided below them. */
+  changes: JobChange[];
+  /** The workflows of the jobs whose arrival was settled: workflows that put jobs in groups. */
+  workflows: string[];
+  /** How many groups were settled (the call's limit: there may be more). */
+  groups: number;
+}
+
 export interface ReapOutcome {
   changes: JobChange[];
   /** Each attempt the sweep ended, as its job is afterwards: queued again for a retry, or failed. */

@@ -127,6 +127,13 @@ export interface JobRecord {
   /** A fan-out instance's index in its list; null otherwise. */
   item_index: number | null;
   /**
+   * The job's concurrency group (README "Concurrency groups"), as evaluated when its run started: the
+   * claim takes no job of a group while another of it runs; null: none.
+   */
+  concurrency_group: string | null;
+  /** A job arriving in its group cancels the group's running job (and replaces a waiting one in any case). */
+  cancel_in_progress: boolean;
+  /**
    * The job's approval gate, its wait and decision (README "Approvals"); null or absent: no gate.
    * Records the store answers carry it only on gated jobs.
    */

@@ -36,6 +36,9 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     artifact_spec: j.artifact_spec ? JSON.stringify(j.artifact_spec) : null,
     // A queued run's plan stored before priorities has none.
     priority: j.priority ?? DEFAULT_PRIORITY,
+    // A queued run's plan stored before job concurrency groups has none.
+    concurrency_group: j.concurrency_group ?? null,
+    cancel_in_progress: j.cancel_in_progress ? 1 : 0,
     ...approvalColumns(j.approval ?? null),
   };
 }
@@ -208,6 +211,8 @@ export function toJob(r: Row): JobRecord {
     for_each: typeof r.for_each === 'string' ? (JSON.parse(r.for_each) as { job: string; key: string }) : null,
     item: typeof r.item === 'string' ? (JSON.parse(r.item) as unknown) : null,
     item_index: (r.item_index as number | null | undefined) ?? null,
+    concurrency_group: (r.concurrency_group as string | null | undefined) ?? null,
+    cancel_in_progress: Boolean(r.cancel_in_progress),
     // Only on gated jobs, as artifact_spec: a job without `approval:` reads as it always did.
     ...(typeof r.approval === 'string' ? { approval: toApproval(r) } : {}),
   };

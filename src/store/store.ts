@@ -31,6 +31,7 @@ import type {
   PruneRequest,
   PushLogsOutcome,
   ReapOutcome,
+  JobGroupsOutcome,
   StartRunOutcome,
   StartRunRequest,
   StartedRuns,
@@ -204,6 +205,14 @@ export interface Store extends ArtifactWrites, SecretWrites {
    * `timed_out`, never retried), as a reject would.
    */
   timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome>;
+
+  // concurrency groups of jobs (README "Concurrency groups")
+  /**
+   * Settles the jobs that arrived in up to `limit` concurrency groups since the last call, under each
+   * group's lock (domain/job-groups.ts): the group's waiting jobs they replace are cancelled, and with
+   * cancel_in_progress its running one too (lease voided). Idempotent; safe from any server at once.
+   */
+  settleJobGroups(nowMs: number, limit: number): Promise<JobGroupsOutcome>;
 
   // the reaper
   /** Settles up to `limit` active leases that ran out (retryable failure `lease expired`). */

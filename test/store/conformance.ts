@@ -15,6 +15,7 @@ import { retentionCases } from './conformance-retention.js';
 import { artifactCases } from './conformance-artifacts.js';
 import { secretCases } from './conformance-secrets.js';
 import { groupStartRace, runGroupCases } from './conformance-run-groups.js';
+import { jobGroupCases, jobGroupRaces } from './conformance-job-groups.js';
 import { scheduleCases } from './conformance-schedules.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 import { approvalCases, approvalRaceCases } from './conformance-approvals.js';
@@ -65,6 +66,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('artifacts', () => artifactCases(withStore));
     describe('secrets', () => secretCases(withStore));
     describe('concurrency groups', () => runGroupCases(withStore));
+    describe('concurrency groups of jobs', () => jobGroupCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
     describe('approval gates', () => approvalCases(withStore));
@@ -86,6 +88,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     if (opts.concurrency !== false) {
       describe('concurrency of queued runs', () => withStore('two runs settling at once start each queued run exactly once', (store, h) => queuedStartRace(store, h), { timeout: 60_000 }));
       describe('concurrency of group starts', () => withStore('six starts of one group on three connections at once: one runs, one waits', (store, h) => groupStartRace(store, h), { timeout: 60_000 }));
+      describe('concurrency of job groups', () => withStore('claims and settlings of one group on three connections at once: one job runs, each replaced job is cancelled once', (store, h) => jobGroupRaces(store, h), { timeout: 60_000 }));
     }
   });
 }

@@ -37,6 +37,9 @@ export interface Spec {
   condition?: JobCondition;
   /** -100..100; default 0. */
   priority?: number;
+  /** A concurrency group (README "Concurrency groups"), as evaluated at the run's start; default none. */
+  group?: string;
+  cancel_in_progress?: boolean;
 }
 
 /**
@@ -90,6 +93,8 @@ export function buildJobs(wf: string, now: number, specs: Record<string, Spec>):
       for_each: null,
       item: null,
       item_index: null,
+      concurrency_group: s.group ?? null,
+      cancel_in_progress: s.cancel_in_progress ?? false,
     };
   });
 }

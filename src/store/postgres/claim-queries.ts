@@ -1,6 +1,7 @@
 /**
- * Claiming jobs and handing leases back (claim.ts): the one-statement claim, and the claim of matrix
- * groups with a max_parallel, which takes a statement per group under an advisory lock. Part of
+ * Claiming jobs and handing leases back (claim.ts): the one-statement claim, the claim of matrix
+ * groups with a max_parallel and that of concurrency groups, each of which takes a few statements per
+ * group under an advisory lock. Part of
  * QUERIES (queries.ts, which states the rules every statement follows); parameters are listed above
  * each statement.
  */
@@ -18,6 +19,7 @@ const CLAIM_CANDIDATES = `SELECT c.row_id, c.priority, c.ready_at_ms FROM unnest
   CROSS JOIN LATERAL (
     SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
     WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
+      AND j.concurrency_group IS NULL
     ORDER BY j.priority DESC, j.ready_at_ms, j.row_id
     LIMIT $3::int
     FOR UPDATE SKIP LOCKED
@@ -76,13 +78,21 @@ export const CLAIM_QUERIES = {
     FROM released r WHERE j.row_id = r.job_row_id AND j.status = 'running' AND j.lease_id = r.lease_id
     RETURNING j.row_id, j.workflow_id, j.run_number, j.job_id`,
   /**
-   * Matrix groups with a max_parallel that have a claimable instance for these label keys (README
-   * "Matrix, fan-out and artifacts"), through the partial index jobs_claim_capped, which holds only
-   * such instances: empty, and so free, when no run has one. $1 label keys (text[]), $2 now, $3 limit.
+   * The groups the one-statement claim leaves out that have a claimable job for these label keys:
+   * matrix groups with a max_parallel (README "Matrix, fan-out and artifacts"), through the partial
+   * index jobs_claim_capped, and concurrency groups (README "Concurrency groups"), through
+   * jobs_job_group. Both indexes hold only such jobs: empty, and so free, when no run has one; one
+   * statement asks for both. $1 label keys (text[]), $2 now, $3 limit of each kind.
    */
-  cappedGroups: `SELECT DISTINCT j.workflow_id, j.run_number, j.group_id, j.max_parallel FROM jobs j
-    WHERE j.status = 'queued' AND j.max_parallel IS NOT NULL AND j.label_key = ANY($1::text[]) AND j.ready_at_ms <= $2::bigint
-    LIMIT $3::int`,
+  claimableGroups: `(SELECT DISTINCT 'matrix' AS kind, j.workflow_id, j.run_number, j.group_id, j.max_parallel, NULL::text AS concurrency_group
+      FROM jobs j
+      WHERE j.status = 'queued' AND j.max_parallel IS NOT NULL AND j.label_key = ANY($1::text[]) AND j.ready_at_ms <= $2::bigint
+        AND j.concurrency_group IS NULL
+      LIMIT $3::int)
+    UNION ALL
+    (SELECT DISTINCT 'concurrency' AS kind, NULL::text, NULL::int, NULL::text, NULL::int, j.concurrency_group FROM jobs j
+      WHERE j.concurrency_group IS NOT NULL AND j.status = 'queued' AND j.label_key = ANY($1::text[]) AND j.ready_at_ms <= $2::bigint
+      LIMIT $3::int)`,
   /**
    * Serialises the claims of one capped group until COMMIT, so that the count each takes next (a new
    * statement, a new snapshot) includes every instance an earlier claim took. $1 workflow, $2 run, $3 group.
@@ -99,11 +109,28 @@ export const CLAIM_QUERIES = {
   claimCapped: `WITH cand AS MATERIALIZED (
       SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
       WHERE j.workflow_id = $1 AND j.run_number = $2::int AND j.group_id = $3 AND j.status = 'queued'
-        AND j.label_key = ANY($4::text[]) AND j.ready_at_ms <= $5::bigint
+        AND j.label_key = ANY($4::text[]) AND j.ready_at_ms <= $5::bigint AND j.concurrency_group IS NULL
       ORDER BY j.priority DESC, j.ready_at_ms, j.row_id LIMIT $6::int
       FOR UPDATE SKIP LOCKED
     ), pick AS (
       SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
     ), ${grantLeases({ now: '$5', leaseIds: '$7', worker: '$8', ttl: '$9', expires: '$10', token: '$11' })}
     SELECT * FROM taken ORDER BY n`,
+  /** Whether a job of the group runs. $1 group. */
+  jobGroupBusy: `SELECT EXISTS (SELECT 1 FROM jobs WHERE concurrency_group = $1 AND status = 'running') AS busy`,
+  /**
+   * The group's first claimable job in claim order, locked, with what its matrix group's max_parallel
+   * needs. $1 group, $2 label keys (text[]), $3 now.
+   */
+  firstInJobGroup: `SELECT j.row_id, j.workflow_id, j.run_number, j.group_id, j.max_parallel FROM jobs j
+    WHERE j.concurrency_group = $1 AND j.status = 'queued' AND j.label_key = ANY($2::text[]) AND j.ready_at_ms <= $3::bigint
+    ORDER BY j.priority DESC, j.ready_at_ms, j.row_id LIMIT 1
+    FOR UPDATE SKIP LOCKED`,
+  /**
+   * As claim, for the one job firstInJobGroup locked. $1 row id, $2 now, $3 lease ids (text[], the
+   * first is taken), $4 worker id, $5 ttl, $6 lease expiry, $7 token name.
+   */
+  claimJobOfGroup: `WITH pick AS (SELECT $1::bigint AS row_id, 1 AS n),
+    ${grantLeases({ now: '$2', leaseIds: '$3', worker: '$4', ttl: '$5', expires: '$6', token: '$7' })}
+    SELECT * FROM taken`,
 } as const;

@@ -22,15 +22,23 @@ export async function claim(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
     expires,
     req.token_name ?? null,
   ]);
-  if (rows.length < max) rows.push(...(await claimCapped(sql, req, max - rows.length, req.lease_ids.slice(rows.length), expires)));
+  if (rows.length < max) {
+    const groups = await statement(sql, QUERIES.claimableGroups, [[...new Set(req.label_keys)], now, GROUPS_PER_CLAIM]);
+    const matrix = groups.filter((g) => g.kind === 'matrix');
+    const concurrency = groups.filter((g) => g.kind === 'concurrency').map((g) => g.concurrency_group as string);
+    if (matrix.length > 0) rows.push(...(await claimCapped(sql, req, matrix, max - rows.length, req.lease_ids.slice(rows.length), expires)));
+    if (concurrency.length > 0 && rows.length < max) {
+      rows.push(...(await claimInJobGroups(sql, req, concurrency, max - rows.length, req.lease_ids.slice(rows.length), expires)));
+    }
+  }
   return rows.map((r) => {
     const job = toJob(r);
     return { job, lease: newLease(job, job.lease_id!, req.worker_id, req.ttl_secs, now, expires, req.token_name ?? null) };
   });
 }
 
-/** How many capped groups one claim looks at. */
-const CAPPED_GROUPS_PER_CLAIM = 8;
+/** How many groups of each kind (capped matrix groups, concurrency groups) one claim looks at. */
+const GROUPS_PER_CLAIM = 8;
 
 /**
  * Instances of matrix groups with a max_parallel (README "Matrix, fan-out and artifacts"), which the
@@ -39,10 +47,8 @@ const CAPPED_GROUPS_PER_CLAIM = 8;
  * statement sent after the lock is held (READ COMMITTED: a new snapshot, which sees every claim of the
  * group that committed before). Groups in a fixed order, so two claims never wait for each other in turn.
  */
-async function claimCapped(sql: Sql, req: StoreClaim, room: number, leaseIds: readonly string[], expires: number): Promise<Row[]> {
+async function claimCapped(sql: Sql, req: StoreClaim, groups: Row[], room: number, leaseIds: readonly string[], expires: number): Promise<Row[]> {
   const keys = [...new Set(req.label_keys)];
-  const groups = await statement(sql, QUERIES.cappedGroups, [keys, req.now_ms, CAPPED_GROUPS_PER_CLAIM]);
-  if (groups.length === 0) return [];
   groups.sort((a, b) => groupKey(a).localeCompare(groupKey(b)));
   return transaction(sql, async (q) => {
     const out: Row[] = [];
@@ -60,6 +66,46 @@ async function claimCapped(sql: Sql, req: StoreClaim, room: number, leaseIds: re
     }
     return out;
   });
+}
+
+/**
+ * Jobs of concurrency groups (README "Concurrency groups"), which the other claims leave out: at most
+ * one job of a group runs, across every workflow and server. Each group is claimed in a transaction
+ * of its own under a transaction-scoped advisory lock, checking that none of its jobs runs in a
+ * statement sent after the lock is held (READ COMMITTED: a new snapshot, which sees every claim of the
+ * group that committed before); no other path makes a job of a group `running`. A job that is also a
+ * capped matrix instance takes its matrix group's lock next, always after the one group lock this
+ * transaction holds, so two claims never wait for each other in turn.
+ */
+async function claimInJobGroups(
+  sql: Sql,
+  req: StoreClaim,
+  groups: string[],
+  room: number,
+  leaseIds: readonly string[],
+  expires: number,
+): Promise<Row[]> {
+  const keys = [...new Set(req.label_keys)];
+  const out: Row[] = [];
+  for (const group of groups.sort()) {
+    if (out.length >= room) break;
+    const rows = await transaction(sql, async (q) => {
+      await q(QUERIES.lockJobGroup, [group]);
+      const [{ busy }] = (await q(QUERIES.jobGroupBusy, [group])) as [{ busy: boolean }];
+      if (busy) return [];
+      const [first] = await q(QUERIES.firstInJobGroup, [group, keys, req.now_ms]);
+      if (!first) return [];
+      if (first.max_parallel !== null) {
+        const at = [first.workflow_id, first.run_number, first.group_id];
+        await q(QUERIES.lockGroup, at);
+        const [{ n }] = (await q(QUERIES.groupRunning, at)) as [{ n: number }];
+        if (n >= (first.max_parallel as number)) return [];
+      }
+      return q(QUERIES.claimJobOfGroup, [first.row_id, req.now_ms, leaseIds.slice(out.length), req.worker_id, req.ttl_secs, expires, req.token_name ?? null]);
+    });
+    out.push(...rows);
+  }
+  return out;
 }
 
 function groupKey(g: Row): string {

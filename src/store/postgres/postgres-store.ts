@@ -20,6 +20,7 @@ import type {
   PruneRequest,
   PushLogsOutcome,
   ReapOutcome,
+  JobGroupsOutcome,
   StartRunOutcome,
   StartedRuns,
   StartRunRequest,
@@ -40,6 +41,7 @@ import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
 import { decideApproval, timeOutApprovals } from './approvals.js';
+import { settleJobGroups } from './job-concurrency.js';
 import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
 import { pruneWorkers, registerWorker } from './workers.js';
@@ -194,6 +196,10 @@ export class PostgresStore implements Store {
 
   timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome> {
     return timeOutApprovals(this.sql, nowMs, limit);
+  }
+
+  settleJobGroups(nowMs: number, limit: number): Promise<JobGroupsOutcome> {
+    return settleJobGroups(this.sql, nowMs, limit);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -7,16 +7,24 @@ export const CLAIM_QUERIES = {
    * The claim's candidates of one label key when no instance of a capped group is queued (the common
    * case): a plain ordered range read of jobs_claim. ? label_key, ? now_ms, ? limit
    */
-  plainClaimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel, NULL AS group_key, 0 AS group_running FROM jobs
+  plainClaimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel, NULL AS group_key, 0 AS group_running,
+      NULL AS concurrency_group FROM jobs
     WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
     ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
-  /** Whether any instance of a capped group is queued, through the partial index jobs_claim_capped. */
-  cappedQueued: `SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_claim_capped WHERE status = 'queued' AND max_parallel IS NOT NULL) AS any`,
+  /**
+   * Whether any instance of a capped group is queued, through the partial index jobs_claim_capped, or
+   * any job of a concurrency group, through jobs_job_group (its predicate repeated word for word, as
+   * SQLite needs to use a partial index).
+   */
+  cappedQueued: `SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_claim_capped WHERE status = 'queued' AND max_parallel IS NOT NULL)
+      OR EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_job_group
+        WHERE concurrency_group IS NOT NULL AND status IN ('queued', 'running') AND status = 'queued') AS any`,
   /**
    * The claim's candidates of one label key: an ordered range read of the covering partial index
-   * jobs_claim. ? label_key, ? now_ms, ? limit
+   * jobs_claim, leaving out instances of a group at its max_parallel and jobs of a concurrency group
+   * one of whose jobs runs (README "Concurrency groups"). ? label_key, ? now_ms, ? limit
    */
-  claimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel,
+  claimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel, concurrency_group,
       CASE WHEN max_parallel IS NULL THEN NULL ELSE workflow_id || '/' || run_number || '/' || group_id END AS group_key,
       CASE WHEN max_parallel IS NULL THEN 0 ELSE (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
         WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
@@ -26,6 +34,8 @@ export const CLAIM_QUERIES = {
       AND (max_parallel IS NULL OR max_parallel > (SELECT count(*) FROM jobs s INDEXED BY jobs_group_running
         WHERE s.workflow_id = jobs.workflow_id AND s.run_number = jobs.run_number AND s.group_id = jobs.group_id
           AND s.status = 'running' AND s.group_id IS NOT NULL))
+      AND (concurrency_group IS NULL OR NOT EXISTS (SELECT 1 FROM jobs g INDEXED BY jobs_job_group
+        WHERE g.concurrency_group = jobs.concurrency_group AND g.status IN ('queued', 'running') AND g.status = 'running'))
     ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
   /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
   startJob: `UPDATE jobs

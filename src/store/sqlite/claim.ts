@@ -30,8 +30,14 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
   const claimed: Claimed[] = [];
   // max_parallel: the candidates counted each group's running instances; this claim adds its own.
   const taken = new Map<string, number>();
+  // Concurrency groups: the candidates are of groups none of whose jobs runs; this claim takes one of each.
+  const groups = new Set<string>();
   for (const cand of candidates) {
     if (claimed.length >= max) break;
+    if (cand.concurrency_group !== null) {
+      if (groups.has(cand.concurrency_group)) continue;
+      groups.add(cand.concurrency_group);
+    }
     if (cand.group_key !== null) {
       const mine = taken.get(cand.group_key) ?? 0;
       if (cand.group_running + mine >= cand.max_parallel!) continue;
@@ -58,6 +64,8 @@ interface Candidate {
   /** Names the candidate's group when it has a max_parallel; null otherwise. */
   group_key: string | null;
   group_running: number;
+  /** The job's concurrency group (README "Concurrency groups"); null: none. */
+  concurrency_group: string | null;
 }
 
 /** Leases handed back unused (the claimant went away): their jobs return to their place in the queue. */

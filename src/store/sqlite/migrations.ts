@@ -339,6 +339,22 @@ ALTER TABLE runs ADD COLUMN concurrency_group TEXT;
 CREATE INDEX runs_group ON runs(concurrency_group, status) WHERE concurrency_group IS NOT NULL AND status IN ('running', 'queued');
 `,
   },
+  {
+    version: 18,
+    name: 'concurrency groups of jobs: jobs.concurrency_group, cancel_in_progress and group_checked',
+    // README "Concurrency groups": the claim takes no job of a group while another job of it runs, and
+    // a job arriving in a group replaces the group's waiting ones (and, with cancel_in_progress, its
+    // running one). group_checked is 0 until that arrival has been settled (job-concurrency.ts).
+    // jobs_job_group holds only the open jobs of a group; jobs_group_arrivals only those not yet
+    // settled, so finding them costs nothing while there are none.
+    sql: `
+ALTER TABLE jobs ADD COLUMN concurrency_group TEXT;
+ALTER TABLE jobs ADD COLUMN cancel_in_progress INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN group_checked INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_job_group ON jobs(concurrency_group, status) WHERE concurrency_group IS NOT NULL AND status IN ('queued', 'running');
+CREATE INDEX jobs_group_arrivals ON jobs(concurrency_group) WHERE concurrency_group IS NOT NULL AND group_checked = 0 AND status IN ('queued', 'running');
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

@@ -8,6 +8,7 @@ import { ARTIFACT_QUERIES } from './artifact-queries.js';
 import { RETENTION_QUERIES } from './retention-queries.js';
 import { SECRET_QUERIES } from './secret-queries.js';
 import { APPROVAL_QUERIES } from './approval-queries.js';
+import { JOB_CONCURRENCY_QUERIES } from './job-concurrency-queries.js';
 
 /**
  * Every SQL statement of the SQLite store, by name, gathered from the *-queries.ts files beside this
@@ -28,6 +29,7 @@ export const QUERIES = {
   ...RETENTION_QUERIES,
   ...SECRET_QUERIES,
   ...APPROVAL_QUERIES,
+  ...JOB_CONCURRENCY_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;

@@ -24,6 +24,7 @@ import type {
   PruneRequest,
   PushLogsOutcome,
   ReapOutcome,
+  JobGroupsOutcome,
   StartRunOutcome,
   StartedRuns,
   StartRunRequest,
@@ -159,6 +160,10 @@ export class SqliteStore implements Store {
 
   timeOutApprovals(nowMs: number, limit: number): Promise<ReapOutcome> {
     return this.write('timeOutApprovals', nowMs, limit);
+  }
+
+  settleJobGroups(nowMs: number, limit: number): Promise<JobGroupsOutcome> {
+    return this.write('settleJobGroups', nowMs, limit);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

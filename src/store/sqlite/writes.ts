@@ -12,6 +12,7 @@
 import type { Conn } from './connection.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { decideApproval, timeOutApprovals } from './approvals.js';
+import { settleJobGroups } from './job-concurrency.js';
 import { claim, releaseLeases } from './claim.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
@@ -36,6 +37,7 @@ export const WRITES = {
   pushLogs,
   decideApproval,
   timeOutApprovals,
+  settleJobGroups,
   registerWorker,
   pruneWorkers,
   expireLeases,
