@@ -27,7 +27,7 @@ const LOG_PAGE_BYTES = 1024 * 1024;
 
 /** Job rows read and serialized at once when a list answer writes a large run: a few milliseconds' work. */
 const JOB_PAGE = 200;
-import { jobViews, logChunkView, runSummaries, statusDocument, workerViews, workflowSummary } from './views.js';
+import { groupsWaitedOn, jobViews, logChunkView, runSummaries, statusDocument, workerViews, workflowSummary } from './views.js';
 import type { LeaseVisibility } from './engine-options.js';
 
 /**
@@ -152,7 +152,8 @@ export class EngineReads {
       const wf = await this.requireWorkflow(r, id);
       const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(id, runNumber) : null;
       if (!run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
-      return statusDocument(wf, run, await r.getRunJobs(id, runNumber));
+      const jobs = await r.getRunJobs(id, runNumber);
+      return statusDocument(wf, run, jobs, await r.jobGroupHolders(groupsWaitedOn(jobs)));
     });
   }
 
@@ -274,7 +275,7 @@ export class EngineReads {
     if (wf.latest_run === 0) return statusDocument(wf, null, null);
     const run = await r.getRun(id, wf.latest_run);
     const jobs = await r.getRunJobs(id, wf.latest_run);
-    return statusDocument(wf, run, jobs);
+    return statusDocument(wf, run, jobs, await r.jobGroupHolders(groupsWaitedOn(jobs)));
   }
 
   protected async requireWorkflow(r: StoreReads, id: string): Promise<WorkflowRecord> {

@@ -7,7 +7,7 @@ import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/model.js';
 import { compatJobStatus } from '../protocol/states.js';
 import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/wire.js';
-import type { Claimed, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
+import type { Claimed, JobGroupHolder, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 import type { LeaseVisibility } from './engine-options.js';
 
 /**
@@ -20,10 +20,21 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 
 const NO_PRESENTATION: JobPresentation = { metadata: {}, ports: [], children: null, collapsed: false };
 
-export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: JobRecord[] | null): StatusDocument {
+/**
+ * `holders`: the running job of each concurrency group a queued job of `jobs` is in (groupsWaitedOn,
+ * StoreReads.jobGroupHolders); absent: not read, and no job says what it waits for.
+ */
+export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: JobRecord[] | null, holders: readonly JobGroupHolder[] = []): StatusDocument {
   const presentation = presentationOf(wf);
   if (run?.plan && jobs && jobs.length === 0) jobs = plannedJobs(run);
   const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
+  if (holders.length > 0) {
+    const byGroup = new Map(holders.map((h) => [h.concurrency_group, h]));
+    for (const j of jobViews) {
+      const h = j.state === 'queued' && j.concurrency_group !== undefined ? byGroup.get(j.concurrency_group) : undefined;
+      if (h) j.concurrency_holder = { workflow_id: h.workflow_id, run_number: h.run_number, job_id: h.job_id };
+    }
+  }
   const f = documentFields(wf, run);
   return {
     id: f.id,
@@ -38,6 +49,13 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
     updated_at: f.updated_at,
     next_fire_at_ms: f.next_fire_at_ms,
   };
+}
+
+/** The concurrency groups queued jobs of `jobs` wait in: the groups whose holders a status document shows. */
+export function groupsWaitedOn(jobs: readonly JobRecord[] | null): string[] {
+  const groups = new Set<string>();
+  for (const j of jobs ?? []) if (j.status === 'queued' && j.concurrency_group !== null) groups.add(j.concurrency_group);
+  return [...groups];
 }
 
 /** Job entries of the status document for some of a run's job rows (a large run read a page at a time). */

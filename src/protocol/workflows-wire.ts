@@ -101,6 +101,13 @@ export const JobView = Type.Object({
   approval: Type.Optional(ApprovalView),
   /** README "Concurrency groups": only on a job in one; a `queued` job of it waits while another job of the group runs. */
   concurrency_group: Type.Optional(Type.String({ description: "the job's concurrency group (only on a job in one); a queued job waits while another job of the group runs" })),
+  /** Only on a queued job of a group while another job of the group runs: that job. */
+  concurrency_holder: Type.Optional(
+    Type.Object(
+      { workflow_id: Type.String(), run_number: int, job_id: Type.String() },
+      { description: 'only on a queued job of a concurrency group while another job of the group runs: the job it waits for' },
+    ),
+  ),
 });
 export type JobView = Static<typeof JobView>;
 

@@ -44,6 +44,14 @@ export interface RunRecord {
   plan?: NewJob[];
 }
 
+/** The running job of a concurrency group of jobs. */
+export interface JobGroupHolder {
+  concurrency_group: string;
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
+}
+
 export interface RunJobCount extends RunKey {
   status: JobState;
   count: number;

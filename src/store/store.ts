@@ -1,6 +1,7 @@
 import type { IncomingLogChunk, Outputs } from '../domain/model.js';
 import type {
   ActiveJobCount,
+  JobGroupHolder,
   JobChange,
   JobRecord,
   LabelSet,
@@ -90,6 +91,11 @@ export interface StoreReads extends ArtifactReads, SecretReads {
    * cost follows the jobs in motion, never the jobs that finished (README "Metrics").
    */
   activeJobCounts(): Promise<ActiveJobCount[]>;
+  /**
+   * The running job of each of these concurrency groups of jobs that has one (README "Concurrency
+   * groups"), through the partial index jobs_job_group: what a queued job of the group waits for.
+   */
+  jobGroupHolders(groups: readonly string[]): Promise<JobGroupHolder[]>;
   /**
    * Workflows whose next_fire_at_ms is at or before `nowMs`, earliest first, at most `limit`: one range
    * read of the partial index workflows_next_fire, whatever the number of workflows.

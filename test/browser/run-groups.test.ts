@@ -36,3 +36,25 @@ test('a run queued behind max_runs says it waits for a free slot', async () => {
   await page.getByText('waiting for a free slot: every run concurrency.max_runs allows is running').waitFor(WAIT);
   assert.deepEqual(errors, []);
 });
+
+test("a queued job of a concurrency group names the job it waits for, and runs once that one ends", async () => {
+  for (const id of ['jg-api', 'jg-web']) {
+    await stack.api.createWorkflow({ id, jobs: { deploy: { run: 'true', labels: [id], concurrency: 'deploy-eu' } } });
+  }
+  await stack.api.run('jg-api');
+  const holder = await stack.api.claim('w', ['jg-api']);
+  assert.equal(holder?.job.job_id, 'deploy');
+  await stack.api.run('jg-web');
+  assert.equal(await stack.api.claim('w', ['jg-web']), null);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/jg-web/jobs/deploy`);
+  const why = page.locator('.why-waiting[data-group="deploy-eu"]');
+  await why.getByText(/Waiting for concurrency group deploy-eu: job deploy of run #1 of jg-api runs/).waitFor(WAIT);
+  assert.equal(await why.getByRole('link', { name: 'jg-api' }).getAttribute('href'), '#/workflows/jg-api');
+
+  assert.equal((await stack.api.post(`/api/jobs/${holder!.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.equal((await stack.api.claim('w', ['jg-web']))?.job.job_id, 'deploy');
+  await page.locator('.panel .facts .badge.st-running').waitFor(WAIT);
+  assert.equal(await why.count(), 0);
+  assert.deepEqual(errors, []);
+});

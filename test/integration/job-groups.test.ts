@@ -71,6 +71,8 @@ test("a job's group is checked with the definition, evaluated per instance, and 
   assert.equal(await api.claim('w', ['web']), null, "web's deploy waits: api's deploy runs");
   const waiting = await api.jobState('web', 'deploy');
   assert.deepEqual([waiting.state, waiting.concurrency_group], ['queued', 'deploy-prod']);
+  assert.deepEqual(waiting.concurrency_holder, { workflow_id: 'api', run_number: 1, job_id: 'deploy' }, 'the status names the job it waits for');
+  assert.deepEqual((await api.get('/api/workflows/web/runs/1')).body.jobs.find((j: any) => j.id === 'deploy').concurrency_holder.workflow_id, 'api');
 
   // docs' deploy arrives: it replaces web's waiting one, whose run ends cancelled, notify skipped.
   await toDeploy('docs');

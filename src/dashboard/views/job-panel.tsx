@@ -47,6 +47,19 @@ function WhyWaiting({ job }: { job: JobView }) {
   }, []);
   let reason: string | null = null;
   let start: string | null = null;
+  const holder = job.concurrency_holder;
+  if (holder && job.concurrency_group !== undefined) {
+    // README "Concurrency groups": the claim passes over it while that job runs, whatever the workers.
+    return (
+      <div class="why-waiting" role="status" data-group={job.concurrency_group}>
+        <p>
+          Waiting for concurrency group <code>{job.concurrency_group}</code>: job{' '}
+          <a href={workflowHref(holder.workflow_id, holder.run_number, holder.job_id)}>{holder.job_id}</a> of run #{holder.run_number} of{' '}
+          <a href={workflowHref(holder.workflow_id)}>{holder.workflow_id}</a> runs. This job starts when it ends.
+        </p>
+      </div>
+    );
+  }
   if (job.delayed_until_ms > now) {
     reason = `Waiting out its retry backoff: claimable in ${duration(job.delayed_until_ms - now) || '1s'}.`;
   } else if (workers !== null) {
@@ -171,6 +184,14 @@ export function JobPanel({
           <>
             <dt>Priority</dt>
             <dd>{job.priority > 0 ? `+${job.priority}` : job.priority}</dd>
+          </>
+        )}
+        {job.concurrency_group !== undefined && (
+          <>
+            <dt>Group</dt>
+            <dd>
+              <code>{job.concurrency_group}</code>
+            </dd>
           </>
         )}
         {job.condition && job.condition !== 'success()' && (

@@ -27,6 +27,9 @@ export const JOB_CONCURRENCY_QUERIES = {
     )
     UPDATE jobs SET status = 'cancelled', finished_at_ms = $3::bigint, deadline_ms = NULL, error = $4
     WHERE row_id = $2::bigint RETURNING *`,
+  /** The running job of each of these groups, through jobs_job_group. $1 groups (text[]) */
+  jobGroupHolders: `SELECT concurrency_group, workflow_id, run_number, job_id FROM jobs
+    WHERE concurrency_group = ANY($1::text[]) AND status = 'running'`,
   /** The arrivals settled. $1 row ids (bigint[]) */
   markGroupChecked: `UPDATE jobs SET group_checked = 1 WHERE row_id = ANY($1::bigint[])`,
 } as const;

@@ -1,5 +1,5 @@
 import type { JobState } from '../../domain/model.js';
-import type { ActiveJobCount, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
+import type { ActiveJobCount, JobGroupHolder, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
@@ -89,5 +89,14 @@ export function makeReads(q: Exec): StoreReads {
         label_key: r.label_key as string,
         count: r.count as number,
       })),
+    jobGroupHolders: async (groups) =>
+      groups.length === 0
+        ? []
+        : (await q(QUERIES.jobGroupHolders, [groups])).map((r): JobGroupHolder => ({
+            concurrency_group: r.concurrency_group as string,
+            workflow_id: r.workflow_id as string,
+            run_number: r.run_number as number,
+            job_id: r.job_id as string,
+          })),
   };
 }

@@ -13,6 +13,9 @@ export const JOB_CONCURRENCY_QUERIES = {
   /** A job an arrival in its group cancels. ? now, ? error, ? row_id */
   cancelGroupJob: `UPDATE jobs SET status = 'cancelled', finished_at_ms = ?, deadline_ms = NULL, error = ?
     WHERE row_id = ? RETURNING *`,
+  /** The running job of each of these groups, through jobs_job_group. ? groups (JSON array) */
+  jobGroupHolders: `SELECT concurrency_group, workflow_id, run_number, job_id FROM jobs INDEXED BY jobs_job_group
+    WHERE concurrency_group IN (SELECT value FROM json_each(?)) AND status IN ('queued', 'running') AND status = 'running'`,
   /** The arrivals settled. ? row ids (JSON array) */
   markGroupChecked: `UPDATE jobs SET group_checked = 1 WHERE row_id IN (SELECT value FROM json_each(?))`,
 } as const;

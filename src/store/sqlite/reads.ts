@@ -1,4 +1,4 @@
-import type { ActiveJobCount, RunJobCount, RunKey, StoreReads } from '../store.js';
+import type { ActiveJobCount, JobGroupHolder, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
@@ -68,6 +68,7 @@ export function makeReads(c: Conn): StoreReads {
         labels: JSON.parse(r.labels) as string[],
       })),
     activeJobCounts: async () => c.q('activeJobCounts').all() as ActiveJobCount[],
+    jobGroupHolders: async (groups) => (groups.length === 0 ? [] : (c.q('jobGroupHolders').all(JSON.stringify(groups)) as JobGroupHolder[])),
     dueSchedules: async (nowMs, limit) => (c.q('dueSchedules').all(nowMs, limit) as Row[]).map(toWorkflow),
     activeRuns: async (workflowId) => (c.q('activeRuns').all(workflowId, workflowId) as Row[]).map(toRun),
     queuedWorkflows: async (limit) => (c.q('queuedWorkflows').all(limit) as Array<{ workflow_id: string }>).map((r) => r.workflow_id),
