@@ -146,7 +146,7 @@ export function appMetrics(app: FastifyInstance, engine: Engine, log: Logger): A
 }
 
 /**
- * `weft_jobs{state, labels}`: queued and running jobs per label set, read from the store at scrape
+ * `weft_jobs{state, labels}`: queued, running and awaiting-approval jobs per label set, read from the store at scrape
  * time in one grouped query. A label set seen once stays listed (at 0) rather than vanishing, so a
  * queue that drains reads as 0, not as a gap.
  */
@@ -154,7 +154,7 @@ function jobsGauge(registers: Registry[], engine: Engine, log: Logger): void {
   const seen = new Set<string>();
   const gauge = new Gauge({
     name: 'weft_jobs',
-    help: 'Jobs queued (backoff-held ones included) and running, by state and required labels (sorted, comma-joined).',
+    help: 'Jobs queued (backoff-held ones included), running and awaiting approval, by state and required labels (sorted, comma-joined).',
     labelNames: ['state', 'labels'],
     registers,
     async collect() {

@@ -231,7 +231,7 @@ export interface JobChange {
 }
 
 export interface ActiveJobCount {
-  status: 'queued' | 'running';
+  status: 'queued' | 'running' | 'awaiting_approval';
   label_key: string;
   count: number;
 }

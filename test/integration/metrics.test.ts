@@ -96,18 +96,22 @@ describe('GET /metrics', () => {
         bad: { run: 'x', labels: ['bad'], retries: 3 },
         lost: { run: 'x', labels: ['lost'], retries: 1 },
         slow: { run: 'x', labels: ['slow'], timeout_secs: 1 },
+        gate: { approval: { message: 'go?' }, labels: ['ops'] },
       },
     });
     await c.run('m');
 
     let m = await scrape(s.url);
     assert.deepEqual(m.counters(), { claims: 0, completions: 0, failures: 0, retries: 0, expiries: 0, timeouts: 0 });
-    assert.deepEqual(m.jobs(), { 'queued/': 1, 'queued/gpu,linux': 1, 'queued/bad': 1, 'queued/lost': 1, 'queued/slow': 1 });
+    assert.deepEqual(m.jobs(), { 'queued/': 1, 'queued/gpu,linux': 1, 'queued/bad': 1, 'queued/lost': 1, 'queued/slow': 1, 'awaiting_approval/ops': 1 });
+    // Approved, an approval alone ends at once: it is no longer counted anywhere.
+    assert.equal((await c.post('/api/workflows/m/runs/1/jobs/gate/approve', {})).status, 200);
 
     const ok = (await c.claim('w1', []))!;
     assert.equal(ok.job.job_id, 'ok');
     m = await scrape(s.url);
     assert.deepEqual(m.jobs(), { 'running/': 1, 'queued/gpu,linux': 1, 'queued/bad': 1, 'queued/lost': 1, 'queued/slow': 1 });
+    assert.deepEqual(m.all('weft_jobs', { state: 'awaiting_approval', labels: 'ops' }).map((x) => x.value), [0]);
     const drained = m.all('weft_jobs', { state: 'queued', labels: '' }).map((x) => x.value);
     assert.deepEqual(drained, [0], 'a drained queue reads 0, not a gap');
     assert.equal((await c.post(`/api/jobs/${ok.lease.lease_id}/complete`, { outputs: {} })).status, 200);

@@ -164,6 +164,7 @@ test('postgres: the job counts of GET /metrics read the queue and the active lea
     assert.match(plan, /Index (Only )?Scan on jobs_claim|Index (Only )?Scan using jobs_claim/, plan);
     assert.match(plan, /Index (Only )?Scan using leases_(expiry|worker)/, plan);
     assert.match(plan, /Index Scan using jobs_pkey on jobs j\s+\(.*\)\s+Index Cond: \(row_id = l\.job_row_id\)/, plan);
+    assert.match(plan, /Index (Only )?Scan (on|using) jobs_awaiting_approval/, plan);
     assert.doesNotMatch(plan, /Seq Scan|jobs_run_status/, plan);
   } finally {
     await sql.end({ timeout: 5 });

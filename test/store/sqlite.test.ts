@@ -73,6 +73,7 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
     assert.match(counts, /SCAN jobs USING COVERING INDEX jobs_claim/, counts);
     assert.match(counts, /SCAN l USING (COVERING )?INDEX leases_(expiry|worker)/, counts);
     assert.match(counts, /SEARCH j USING INTEGER PRIMARY KEY/, counts);
+    assert.match(counts, /USING (COVERING )?INDEX jobs_awaiting_approval/, counts);
     assert.doesNotMatch(counts, /SCAN (jobs|j|l)\b(?! USING)/, counts);
     // The reaper's worker pruning: the oldest sightings off workers_last_seen, one lease probe each.
     const prune = plan(QUERIES.pruneWorkers, 0, 100);

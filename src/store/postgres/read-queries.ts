@@ -52,14 +52,17 @@ export const READ_QUERIES = {
    * active lease, so they are reached through an active-lease partial index and, per lease, the jobs'
    * primary key, never a pass over finished jobs. The lookup is a subquery because as a join the
    * planner may prefer reading every job's entry in jobs_run_status for `status = 'running'`; OFFSET 0
-   * keeps it from being inlined twice (once to filter, once to group). No parameters.
+   * keeps it from being inlined twice (once to filter, once to group). Jobs awaiting approval last,
+   * through jobs_awaiting_approval (README "Approvals"). No parameters.
    */
   activeJobCounts: `SELECT 'queued' AS status, label_key, count(*) AS count FROM jobs WHERE status = 'queued' GROUP BY label_key
     UNION ALL
     SELECT 'running', label_key, count(*) FROM (
       SELECT (SELECT j.label_key FROM jobs j WHERE j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id) AS label_key
       FROM leases l WHERE l.state = 'active' OFFSET 0
-    ) running WHERE label_key IS NOT NULL GROUP BY label_key`,
+    ) running WHERE label_key IS NOT NULL GROUP BY label_key
+    UNION ALL
+    SELECT 'awaiting_approval', label_key, count(*) FROM jobs WHERE status = 'awaiting_approval' GROUP BY label_key`,
   /** $1 workflow id, $2 run number, $3 job id, $4 attempt, $5 after this sequence, $6 limit (null: all). */
   getLogChunks: `SELECT * FROM log_chunks
     WHERE workflow_id = $1 AND run_number = $2::int AND job_id = $3 AND attempt = $4::int AND sequence > $5::int

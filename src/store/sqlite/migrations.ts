@@ -341,18 +341,20 @@ CREATE INDEX runs_group ON runs(concurrency_group, status) WHERE concurrency_gro
   },
   {
     version: 18,
-    name: 'concurrency groups of jobs: jobs.concurrency_group, cancel_in_progress and group_checked',
+    name: 'concurrency groups of jobs: jobs.concurrency_group, cancel_in_progress and group_checked; jobs awaiting approval counted',
     // README "Concurrency groups": the claim takes no job of a group while another job of it runs, and
     // a job arriving in a group replaces the group's waiting ones (and, with cancel_in_progress, its
     // running one). group_checked is 0 until that arrival has been settled (job-concurrency.ts).
     // jobs_job_group holds only the open jobs of a group; jobs_group_arrivals only those not yet
-    // settled, so finding them costs nothing while there are none.
+    // settled, so finding them costs nothing while there are none. jobs_awaiting_approval lets the
+    // metrics count the jobs awaiting approval (README "Metrics") without reading the finished ones.
     sql: `
 ALTER TABLE jobs ADD COLUMN concurrency_group TEXT;
 ALTER TABLE jobs ADD COLUMN cancel_in_progress INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN group_checked INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX jobs_job_group ON jobs(concurrency_group, status) WHERE concurrency_group IS NOT NULL AND status IN ('queued', 'running');
 CREATE INDEX jobs_group_arrivals ON jobs(concurrency_group) WHERE concurrency_group IS NOT NULL AND group_checked = 0 AND status IN ('queued', 'running');
+CREATE INDEX jobs_awaiting_approval ON jobs(label_key) WHERE status = 'awaiting_approval';
 `,
   },
 ];

@@ -45,12 +45,15 @@ export const READ_QUERIES = {
   /**
    * Queued jobs per label key (a covering read of jobs_claim), then running ones: a running job holds
    * an active lease, so they are reached through leases_expiry and the jobs' primary key, never a pass
-   * over finished jobs. No parameters.
+   * over finished jobs; jobs awaiting approval last, through jobs_awaiting_approval (README
+   * "Approvals"). No parameters.
    */
   activeJobCounts: `SELECT 'queued' AS status, label_key, count(*) AS count FROM jobs WHERE status = 'queued' GROUP BY label_key
     UNION ALL
     SELECT 'running', j.label_key, count(*) FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
-      WHERE l.state = 'active' AND j.status = 'running' AND j.lease_id = l.lease_id GROUP BY j.label_key`,
+      WHERE l.state = 'active' AND j.status = 'running' AND j.lease_id = l.lease_id GROUP BY j.label_key
+    UNION ALL
+    SELECT 'awaiting_approval', label_key, count(*) FROM jobs WHERE status = 'awaiting_approval' GROUP BY label_key`,
   /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? after_sequence (-1: all), ? limit (-1: no limit) */
   getLogChunks: `SELECT * FROM log_chunks
     WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
