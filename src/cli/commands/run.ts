@@ -156,8 +156,11 @@ class LineDisplay implements Display {
       const message = job.approval?.message ? `: ${terminalLine(summary(terminalText(job.approval.message), 120))}` : '';
       parts.push(`waiting for \`weft approve\` or \`weft reject\`${message}`);
     }
-    // The error of a failed job, or of the attempt a queued retry follows.
-    if (job.error && (job.state === 'failed' || job.state === 'queued')) parts.push(terminalLine(summary(terminalText(job.error), 120)));
+    // README "Concurrency groups": the job another job of its group keeps waiting.
+    const holder = job.state === 'queued' ? job.concurrency_holder : undefined;
+    if (holder) parts.push(`waiting for group ${terminalLine(job.concurrency_group ?? '')}: ${terminalLine(holder.workflow_id)} #${holder.run_number} ${terminalLine(holder.job_id)} runs`);
+    // The error of a failed job, of the attempt a queued retry follows, or why a job was cancelled.
+    if (job.error && (job.state === 'failed' || job.state === 'queued' || job.state === 'cancelled')) parts.push(terminalLine(summary(terminalText(job.error), 120)));
     return parts.join('  ').trimEnd();
   }
 
