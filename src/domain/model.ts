@@ -173,6 +173,13 @@ export interface Concurrency {
   cancel_in_progress?: boolean;
 }
 
+/**
+ * What started a run (README "Dashboard"): `manual` a start through the API (the CLI, the dashboard),
+ * `schedule` a cron schedule, `rerun` a re-run of an earlier run.
+ */
+export const RUN_TRIGGERS = ['manual', 'schedule', 'rerun'] as const;
+export type RunTrigger = (typeof RUN_TRIGGERS)[number];
+
 /** The default: one active run; another start is refused. */
 export const DEFAULT_CONCURRENCY: Concurrency = { max_runs: 1, when_full: 'reject' };
 

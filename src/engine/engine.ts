@@ -113,6 +113,8 @@ export class Engine extends EngineReads {
         this.labelSets.add(labelSets);
         this.peers.sendLabelSets();
         this.announce(outcome.changes);
+        // Its jobs in concurrency groups arrive now (README "Concurrency groups"); schedules are rare.
+        void this.jobGroups.settle().catch(() => undefined);
       },
       scheduledRunQueued: (id, group) => {
         this.events.emit('workflow', id);
@@ -206,10 +208,10 @@ export class Engine extends EngineReads {
         const wf = await this.requireWorkflow(r, id);
         return { wf, start: await plan(r, wf, now) };
       });
-      const { jobs, labelSets, inputs, rerun_of, group } = start;
+      const { jobs, labelSets, inputs, rerun_of, group, trigger } = start;
       // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
       await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
-      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group });
+      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group, trigger });
       switch (outcome.kind) {
         case 'not_found':
           throw workflowNotFound(id);

@@ -137,6 +137,21 @@ export class EngineReads {
     return definitionDocument(wf.definition);
   }
 
+  /** The definition run n was planned from (README "Dashboard"), as `definition` answers the current one. */
+  async runDefinition(id: string, runNumber: number): Promise<DefinitionDocument> {
+    const def = await this.store.read(async (r) => {
+      const wf = await this.requireWorkflow(r, id);
+      const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(id, runNumber) : null;
+      if (!run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
+      const kept = run.definition_hash === null ? null : await r.getRunDefinition(id, run.definition_hash);
+      if (!kept) {
+        throw new WeftError('definition_not_recorded', `run #${runNumber} of workflow "${id}" started before weft kept each run's definition; GET /api/workflows/${id}/definition answers the current one`);
+      }
+      return kept;
+    });
+    return definitionDocument(def);
+  }
+
   /** A page of the workflow's runs, newest first, each with its jobs counted by state (run history). */
   async runs(id: string, q: { limit: number; offset: number }): Promise<RunSummary[]> {
     return this.store.read(async (r) => {

@@ -2,6 +2,7 @@ import { substitute } from '../domain/expressions.js';
 import { inputsProblem, resolveInputs } from '../domain/inputs.js';
 import { MAX_GROUP_CHARS } from '../definitions/concurrency.js';
 import { WeftError } from '../protocol/errors.js';
+import type { RunTrigger } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob, RunRecord, StoreReads, WorkflowRecord } from '../store/store.js';
 import { keptJobs, planRun, type RerunScope } from './run-plan.js';
 import { expandJobs } from './expand.js';
@@ -16,6 +17,8 @@ export interface RunStart {
   kept: string[];
   /** Its concurrency group, evaluated with its inputs (README "Concurrency groups"); null: none. */
   group: { name: string; cancel_in_progress: boolean } | null;
+  /** What starts it (README "Dashboard"). */
+  trigger: RunTrigger;
 }
 
 /**
@@ -42,7 +45,7 @@ export function runGroupOf(wf: WorkflowRecord, inputs: Readonly<Record<string, s
 export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, string>>, nowMs: number, priority?: number): RunStart {
   const inputs = checkedInputs(wf, given);
   const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs, priority });
-  return { jobs, labelSets, inputs, rerun_of: null, kept: [], group: runGroupOf(wf, inputs) };
+  return { jobs, labelSets, inputs, rerun_of: null, kept: [], group: runGroupOf(wf, inputs), trigger: 'manual' };
 }
 
 /**
@@ -76,7 +79,7 @@ export async function rerunOf(
     );
   }
   const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept, priority });
-  return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()], group: runGroupOf(wf, inputs) };
+  return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()], group: runGroupOf(wf, inputs), trigger: 'rerun' };
 }
 
 /** Run n's values of the inputs the definition still declares: an input removed since is dropped. */

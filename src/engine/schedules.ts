@@ -62,6 +62,7 @@ async function fireOne(store: Store, first: WorkflowRecord, now: number, opts: S
       label_sets: labelSets,
       inputs,
       group,
+      trigger: 'schedule',
       now_ms: now,
       fire_at_ms: due,
       next_fire_at_ms: plan.next_fire_at_ms,

@@ -90,6 +90,8 @@ function runView(run: RunRecord): RunView {
     inputs: run.inputs,
     rerun_of: run.rerun_of,
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
+    trigger: run.trigger,
+    definition_hash: run.definition_hash,
   };
 }
 
@@ -157,6 +159,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     inputs: run.inputs,
     rerun_of: run.rerun_of,
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
+    trigger: run.trigger,
   }));
 }
 

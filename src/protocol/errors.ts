@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },
   job_not_found: { status: 404, meaning: 'the workflow has no job with that id' },
   run_not_found: { status: 404, meaning: 'the workflow has no run with that number' },
+  definition_not_recorded: { status: 404, meaning: 'the run started before weft kept the definition each run used; only the current definition is known' },
   secret_not_found: { status: 404, meaning: 'no secret of that name in that scope (global, or the workflow given)' },
   artifact_not_found: { status: 404, meaning: "the run's job has no artifact of that name (only a successful attempt's artifacts exist)" },
   // 409: the request conflicts with the current state.

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import { RUN_STATES } from '../domain/model.js';
 import { MAX_APPROVAL_COMMENT_CHARS } from '../domain/approval.js';
 import { JobView } from './workflows-wire.js';
-import { Id, NO_CONTROL_CHARACTERS, nullable, Priority, StateCounts, StringMap, stringEnum } from './schema-parts.js';
+import { Id, NO_CONTROL_CHARACTERS, nullable, Priority, RunTriggerSchema, StateCounts, StringMap, stringEnum } from './schema-parts.js';
 
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
 export const RunSummary = Type.Object({
@@ -21,6 +21,7 @@ export const RunSummary = Type.Object({
   inputs: Type.Unsafe<Record<string, string>>({ ...StringMap, description: "the run's input values; {} when it has none" }),
   rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
   concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one)" })),
+  trigger: RunTriggerSchema,
 });
 export type RunSummary = Static<typeof RunSummary>;
 

@@ -8,7 +8,7 @@ import { MAX_INPUTS, MAX_INPUT_VALUE_LENGTH } from '../domain/inputs.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS } from '../domain/labels.js';
 import { MAX_LEASE_TTL_SECS } from '../domain/lease.js';
 import { MAX_PRIORITY, MIN_PRIORITY } from '../domain/priority.js';
-import { JOB_STATES, RUN_STATES, type JobState, type Outputs, type WorkflowState } from '../domain/model.js';
+import { JOB_STATES, RUN_STATES, RUN_TRIGGERS, type JobState, type Outputs, type RunTrigger, type WorkflowState } from '../domain/model.js';
 import { ERROR_CODES, type ErrorBody } from './errors.js';
 
 /**
@@ -26,6 +26,13 @@ export function stringEnum<T extends string>(values: readonly T[], options: { de
 export function nullable<S extends TSchema & { type: string }>(schema: S, options: { description?: string } = {}): TUnsafe<Static<S> | null> {
   return Type.Unsafe<Static<S> | null>({ ...schema, type: [schema.type, 'null'], ...options });
 }
+
+/** What started a run (README "Dashboard"); null for a run from before runs recorded it. */
+export const RunTriggerSchema = Type.Unsafe<RunTrigger | null>({
+  type: ['string', 'null'],
+  enum: [...RUN_TRIGGERS, null],
+  description: 'what started the run: manual (the API, CLI or dashboard), schedule or rerun; null for a run from before weft recorded it',
+});
 
 /** Ids in paths and bodies (workflow, job and lease ids). */
 export const Id = Type.String({ minLength: 1, maxLength: 256, pattern: NO_CONTROL_CHARACTERS });

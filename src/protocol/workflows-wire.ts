@@ -10,7 +10,7 @@ import { Type, type Static } from 'typebox';
 import { JOB_STATES, type WireBackoff } from '../domain/model.js';
 import { APPROVAL_DECISIONS, type ApprovalDecision } from '../domain/approval.js';
 import { COMPAT_JOB_STATUSES, type StatusFilter, STATUS_FILTER_VALUES } from './states.js';
-import { Id, InputsInput, nullable, Priority, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
+import { Id, InputsInput, nullable, Priority, RunTriggerSchema, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
 
 const int = Type.Integer();
 const intOrNull = nullable(Type.Integer());
@@ -125,6 +125,10 @@ const runViewProperties = {
   rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
   /** README "Concurrency groups": only on a run in one; a `queued` run may be waiting on it. */
   concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one); a queued run waits while another run of it runs" })),
+  /** README "Dashboard": what started the run. */
+  trigger: RunTriggerSchema,
+  /** The hash of the definition the run used (GET …/runs/{n}/definition); null for a run from before weft kept it. */
+  definition_hash: nullable(Type.String(), { description: 'the hash of the definition the run used (GET …/runs/{n}/definition answers it); null for a run from before weft kept it' }),
 };
 export const RunView = Type.Object(runViewProperties);
 export type RunView = Static<typeof RunView>;

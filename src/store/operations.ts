@@ -1,5 +1,5 @@
 import type { PersonDecision } from '../domain/approval.js';
-import type { RunState } from '../domain/model.js';
+import type { RunState, RunTrigger } from '../domain/model.js';
 import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunKey, RunRecord } from './records.js';
 
 /** What the operations of the store (src/store/store.ts) take and answer. */
@@ -199,6 +199,8 @@ export interface StartRunRequest {
   rerun_of?: number | null;
   /** The run's concurrency group, evaluated (README "Concurrency groups"); absent: none. */
   group?: { name: string; cancel_in_progress: boolean } | null;
+  /** What started the run, recorded on it; absent: not said. */
+  trigger?: RunTrigger;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { JobApproval } from '../domain/approval.js';
 import type { ArtifactSpec } from '../domain/artifacts.js';
 import type { JobCondition, NeedsResults } from '../domain/conditions.js';
-import type { Backoff, JobState, LogStream, Outputs, RunState, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
+import type { Backoff, JobState, LogStream, Outputs, RunState, RunTrigger, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 
 /** The rows of the store (src/store/store.ts), as both backends read and write them. */
 
@@ -37,6 +37,10 @@ export interface RunRecord {
   rerun_of: number | null;
   /** Its concurrency group, as evaluated when it started (README "Concurrency groups"); null: none. */
   concurrency_group: string | null;
+  /** What started it (README "Dashboard"); null for a run from before runs recorded it. */
+  trigger: RunTrigger | null;
+  /** The hash of the definition it was planned from (StoreReads.getRunDefinition); null for a run from before. */
+  definition_hash: string | null;
   /**
    * A `queued` run's jobs as they will be inserted when a slot frees (README "How a run works"); absent
    * for every other run, whose jobs are rows.

@@ -1,7 +1,7 @@
 import { beginWait, type ApprovalDecision, type JobApproval } from '../domain/approval.js';
 import type { JobCondition } from '../domain/conditions.js';
 import { DEFAULT_PRIORITY } from '../domain/priority.js';
-import type { JobState, RunState, WorkflowDefinition } from '../domain/model.js';
+import type { JobState, RunState, RunTrigger, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, SecretInfo, SecretRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
 /**
@@ -138,6 +138,8 @@ export function toRun(r: Row): RunRecord {
     inputs: r.inputs === null || r.inputs === undefined ? {} : (JSON.parse(r.inputs as string) as Record<string, string>),
     rerun_of: (r.rerun_of as number | null | undefined) ?? null,
     concurrency_group: (r.concurrency_group as string | null | undefined) ?? null,
+    trigger: (r.trigger as RunTrigger | null | undefined) ?? null,
+    definition_hash: (r.definition_hash as string | null | undefined) ?? null,
     ...(r.status === 'queued' && typeof r.plan === 'string' ? { plan: JSON.parse(r.plan) as NewJob[] } : {}),
   };
 }

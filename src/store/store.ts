@@ -1,4 +1,4 @@
-import type { IncomingLogChunk, Outputs } from '../domain/model.js';
+import type { IncomingLogChunk, Outputs, WorkflowDefinition } from '../domain/model.js';
 import type {
   ActiveJobCount,
   JobGroupHolder,
@@ -60,6 +60,8 @@ export interface StoreReads extends ArtifactReads, SecretReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
+  /** The definition a run of the workflow used, by its `definition_hash` (README "Dashboard"); null: not kept. */
+  getRunDefinition(workflowId: string, hash: string): Promise<WorkflowDefinition | null>;
   /** Many runs in one query (a page of the workflow list); unknown keys are left out. */
   getRuns(keys: readonly RunKey[]): Promise<RunRecord[]>;
   /**

@@ -20,6 +20,30 @@ import {
 } from './fixtures.js';
 
 export function runCases(withStore: Case): void {
+  withStore('a run records what started it and keeps the definition it used, through edits of its workflow, until the workflow is deleted', async (store) => {
+    const v1 = wfRecord('w', 1000);
+    await store.createWorkflow({ ...v1, definition: { ...v1.definition, env: { V: '1' } } });
+    const jobs = buildJobs('w', 1000, { a: {} });
+    const one = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 1000, trigger: 'manual' });
+    assert.deepEqual(one.kind === 'started' && [one.run.trigger, one.run.definition_hash], ['manual', HASH]);
+    const a = await claimOne(store, 1100, 'a');
+    await complete(store, a.lease.lease_id, {}, 1200);
+    // The workflow is edited: run 2 uses the new definition, run 1 keeps the old one.
+    assert.equal(await store.saveWorkflow(wfRecord('w', 1300, { hash: 'h2', definition: { ...v1.definition, env: { V: '2' } } })), 'updated');
+    const again = buildJobs('w', 1400, { a: {} });
+    const two = await store.startRun({ workflow_id: 'w', expected_hash: 'h2', jobs: again, label_sets: labelSetsOf(again), now_ms: 1400, trigger: 'schedule' });
+    assert.deepEqual(two.kind === 'started' && [two.run.trigger, two.run.definition_hash], ['schedule', 'h2']);
+    const runs = await read(store, (r) => r.listRuns('w', 10, 0));
+    assert.deepEqual(runs.map((r) => [r.run_number, r.trigger, r.definition_hash]), [[2, 'schedule', 'h2'], [1, 'manual', HASH]]);
+    assert.deepEqual((await read(store, (r) => r.getRunDefinition('w', HASH)))?.env, { V: '1' });
+    assert.deepEqual((await read(store, (r) => r.getRunDefinition('w', 'h2')))?.env, { V: '2' });
+    assert.equal(await read(store, (r) => r.getRunDefinition('w', 'nope')), null);
+    assert.equal(await read(store, (r) => r.getRunDefinition('other', HASH)), null);
+    await store.cancelRun('w', 1500);
+    assert.equal(await store.deleteWorkflow('w', { max_runs: 10, max_log_chunks: 1000 }), 'deleted');
+    assert.equal(await read(store, (r) => r.getRunDefinition('w', HASH)), null, 'deleted with the workflow');
+  });
+
   withStore('createWorkflow creates once; a taken id answers exists and changes nothing', async (store) => {
     assert.equal(await store.createWorkflow(wfRecord('a', 1000)), 'created');
     assert.equal(await store.createWorkflow(wfRecord('a', 2000, { name: 'Other', hash: 'h2', source: 'file' })), 'exists');
@@ -115,7 +139,7 @@ export function runCases(withStore: Case): void {
     const out = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 5000 });
     assert.deepEqual(out, {
       kind: 'started',
-      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null, inputs: {}, rerun_of: null, concurrency_group: null },
+      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null, inputs: {}, rerun_of: null, concurrency_group: null, trigger: null, definition_hash: HASH },
       changes: ['build', 'lint', 'test', 'deploy'].map((id) => change('w', id)),
     });
     const rows = await read(store, (r) => r.getRunJobs('w', 1));
@@ -237,6 +261,7 @@ export function runCases(withStore: Case): void {
     assert.equal(one.kind, 'started');
     assert.deepEqual(await read(store, (r) => r.getRun('w', 1)), {
       workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 1000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: null, concurrency_group: null,
+      trigger: null, definition_hash: HASH,
     });
     const a = await claimOne(store, 1100, 'a');
     await complete(store, a.lease.lease_id, { k: 'v' }, 1200);
@@ -256,11 +281,14 @@ export function runCases(withStore: Case): void {
       return j;
     });
     const two = await store.startRun({
-      workflow_id: 'w', expected_hash: HASH, jobs: again, label_sets: labelSetsOf(again), now_ms: 2000, inputs: { x: '1' }, rerun_of: 1,
+      workflow_id: 'w', expected_hash: HASH, jobs: again, label_sets: labelSetsOf(again), now_ms: 2000, inputs: { x: '1' }, rerun_of: 1, trigger: 'rerun',
     });
     assert.equal(two.kind, 'started');
     const run2 = await read(store, (r) => r.getRun('w', 2));
-    assert.deepEqual(run2, { workflow_id: 'w', run_number: 2, status: 'running', created_at_ms: 2000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: 1, concurrency_group: null });
+    assert.deepEqual(run2, {
+      workflow_id: 'w', run_number: 2, status: 'running', created_at_ms: 2000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: 1, concurrency_group: null,
+      trigger: 'rerun', definition_hash: HASH,
+    });
     assert.deepEqual((await read(store, (r) => r.listRuns('w', 10, 0))).map((r) => [r.run_number, r.rerun_of, r.inputs]), [[2, 1, { x: '1' }], [1, null, { x: '1' }]]);
     const kept = await job(store, 'w', 'a', 2);
     assert.deepEqual([kept.status, kept.outputs, kept.started_at_ms, kept.finished_at_ms], ['success', { k: 'v' }, 1100, 1200]);

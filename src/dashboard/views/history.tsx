@@ -1,7 +1,7 @@
 /**
  * A workflow's run history (`#/workflows/<id>/runs`, README "Dashboard"): every run, newest first, a
- * page at a time from `GET /api/workflows/{id}/runs`, with its state, start, duration, job counts and
- * the run it re-ran; each links to its graph.
+ * page at a time from `GET /api/workflows/{id}/runs`, with its state, what started it, start, duration,
+ * job counts and the run it re-ran; each links to its graph.
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { RunSummary } from '../../protocol/wire.js';
@@ -54,6 +54,7 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
             <tr>
               <th>Run</th>
               <th>Status</th>
+              <th>Trigger</th>
               <th>Started</th>
               <th>Duration</th>
               <th>Jobs</th>
@@ -69,6 +70,7 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
                 <td>
                   <StateBadge state={r.status} />
                 </td>
+                <td class="trigger">{r.trigger ? TRIGGER_TEXT[r.trigger] : <span class="muted" title="started before weft recorded what started runs">—</span>}</td>
                 <td title={stamp(r.created_at_ms)}>{ago(r.created_at_ms, now)}</td>
                 <td class="duration">{runDuration(r, now)}</td>
                 <td>
@@ -87,6 +89,13 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
     </section>
   );
 }
+
+/** What started a run, as the runs table says it (README "Dashboard"). */
+export const TRIGGER_TEXT: Record<NonNullable<RunSummary['trigger']>, string> = {
+  manual: 'manual',
+  schedule: 'schedule',
+  rerun: 're-run',
+};
 
 /** How long the run took, or has been running ("running 12s"); a queued run has not started. */
 export function runDuration(r: { status: string; created_at_ms: number; finished_at_ms: number | null }, now: number): string {

@@ -407,7 +407,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
       {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
       <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
         {definition ? (
-          <Definition id={id} />
+          <Definition id={id} run={doc.run_number} />
         ) : mode === 'list' ? (
           <JobList jobs={doc.jobs} state={listState} onState={setListState} selected={selected} onOpen={open} />
         ) : mode === 'timeline' ? (

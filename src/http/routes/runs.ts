@@ -76,6 +76,25 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
     async (req) => engine.runStatus(req.params.id, req.params.run),
   );
 
+  api.get(
+    '/api/workflows/:id/runs/:run/definition',
+    {
+      schema: {
+        summary: 'The definition run n used, in the contract form of a workflow file',
+        description:
+          'As GET /api/workflows/{id}/definition, for the definition the run was planned from (the run\'s `definition_hash`): an edited ' +
+          'workflow\'s earlier runs keep theirs. A run from before weft kept definitions answers 404 `definition_not_recorded`.',
+        tags: ['workflows'],
+        params: RunParams,
+        docs: {
+          answers: { 200: { description: 'The definition the run used', schema: DefinitionDocument } },
+          errors: ['workflow_not_found', 'run_not_found', 'definition_not_recorded'],
+        },
+      },
+    },
+    async (req) => engine.runDefinition(req.params.id, req.params.run),
+  );
+
   /** A new run from run n (README "Re-running a run"); no body means `{"only": "failed"}`. */
   api.post(
     '/api/workflows/:id/runs/:run/rerun',

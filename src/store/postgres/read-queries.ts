@@ -17,6 +17,8 @@ export const READ_QUERIES = {
     ORDER BY w.id LIMIT $1::int OFFSET $2::int`,
   /** $1 workflow id, $2 run number. */
   getRun: `SELECT * FROM runs WHERE workflow_id = $1 AND run_number = $2::int`,
+  /** The definition runs of the workflow with this hash used. $1 workflow id, $2 hash */
+  getRunDefinition: `SELECT definition FROM run_definitions WHERE workflow_id = $1 AND hash = $2`,
   /** $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
   getRuns: `SELECT r.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
     JOIN runs r ON r.workflow_id = k.workflow_id AND r.run_number = k.run_number`,

@@ -1,3 +1,4 @@
+import type { WorkflowDefinition } from '../../domain/model.js';
 import type { JobState } from '../../domain/model.js';
 import type { ActiveJobCount, JobGroupHolder, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
@@ -30,6 +31,10 @@ export function makeReads(q: Exec): StoreReads {
     getRun: async (workflowId, runNumber) => {
       const [row] = await q(QUERIES.getRun, [workflowId, runNumber]);
       return row ? toRun(row) : null;
+    },
+    getRunDefinition: async (workflowId, hash) => {
+      const row = (await q(QUERIES.getRunDefinition, [workflowId, hash]))[0];
+      return row ? (JSON.parse(row.definition as string) as WorkflowDefinition) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getRuns, runKeys(keys))).map(toRun)),
     getRunJobs: async (workflowId, runNumber, page) =>

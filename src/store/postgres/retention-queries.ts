@@ -69,6 +69,8 @@ export const RETENTION_QUERIES = {
    */
   deleteWorkflow: `DELETE FROM workflows w WHERE w.id = $1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.workflow_id = w.id)
     RETURNING w.id`,
+  /** The definitions a deleted workflow's runs used. $1 workflow id */
+  deleteRunDefinitions: `DELETE FROM run_definitions WHERE workflow_id = $1`,
   /**
    * Log chunks of runs that do not exist (yet): a push on a cancelled lease racing the deletion of its
    * run leaves its chunks behind (its statement saw the lease before the deletion committed), and a

@@ -136,6 +136,7 @@ export async function deleteWorkflow(sql: Sql, id: string, limits: DeleteLimits)
     const { stopped } = await deleteWithin(q, runs, limits.max_log_chunks);
     if (stopped || found.length > limits.max_runs) return 'more';
     const [gone] = await q(QUERIES.deleteWorkflow, [id]);
+    if (gone) await q(QUERIES.deleteRunDefinitions, [id]);
     return gone ? 'deleted' : 'more';
   });
 }

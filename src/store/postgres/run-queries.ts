@@ -74,12 +74,19 @@ export const RUN_QUERIES = {
    * run and which of the given label keys are not recorded yet.
    * $1 workflow id, $2 run number, $3 now, $4 jobs (JSON array of jobRow objects), $5 label keys
    * (JSON array), $6 inputs (JSON text or NULL), $7 the run a re-run was made from (or NULL), $8 status
-   * (`running`, or `queued` with no jobs and $9 its planned jobs as JSON text; NULL otherwise). A run
-   * over at the start is settled after COMMIT (startRun).
+   * (`running`, or `queued` with no jobs and $9 its planned jobs as JSON text; NULL otherwise), $10 its
+   * concurrency group (or NULL), $11 what started it (or NULL), $12 the definition's hash, whose
+   * definition is kept in run_definitions once per hash. A run over at the start is settled after
+   * COMMIT (startRun).
    */
   insertRun: `WITH run AS (
-      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan, concurrency_group)
-      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9, $10) RETURNING *
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan, concurrency_group,
+        trigger, definition_hash)
+      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9, $10, $11, $12) RETURNING *
+    ), kept AS (
+      INSERT INTO run_definitions (workflow_id, hash, definition, created_at_ms)
+      SELECT id, hash, definition, $3::bigint FROM workflows WHERE id = $1
+      ON CONFLICT (workflow_id, hash) DO NOTHING
     ), inserted AS (${insertJobs('', '$4')}
     ), latest AS (
       UPDATE workflows SET latest_run = $2::int WHERE id = $1

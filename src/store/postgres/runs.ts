@@ -175,6 +175,8 @@ async function insertNextRun(
     status,
     status === 'queued' ? JSON.stringify(req.jobs) : null,
     req.group?.name ?? null,
+    req.trigger ?? null,
+    req.expected_hash,
   ]);
   if (req.rerun_of != null) await copyKeptArtifacts(q, req.workflow_id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const missing = new Set(row!.missing_label_keys as string[]);

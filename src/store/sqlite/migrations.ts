@@ -357,6 +357,25 @@ CREATE INDEX jobs_group_arrivals ON jobs(concurrency_group) WHERE concurrency_gr
 CREATE INDEX jobs_awaiting_approval ON jobs(label_key) WHERE status = 'awaiting_approval';
 `,
   },
+  {
+    version: 19,
+    name: 'how a run was started, and the definition it used',
+    // README "Dashboard": a run records what started it (runs.trigger: manual, schedule or rerun; NULL
+    // for runs from before) and the hash of the definition it was planned from; run_definitions keeps
+    // each definition a run used, once per workflow and hash, so an edited workflow's earlier runs
+    // still show theirs.
+    sql: `
+ALTER TABLE runs ADD COLUMN trigger TEXT;
+ALTER TABLE runs ADD COLUMN definition_hash TEXT;
+CREATE TABLE run_definitions (
+  workflow_id   TEXT NOT NULL,
+  hash          TEXT NOT NULL,
+  definition    TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (workflow_id, hash)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** Applies the migrations this file has not yet recorded, each in its own transaction. */

@@ -17,6 +17,8 @@ export const READ_QUERIES = {
     ORDER BY w.id LIMIT @limit OFFSET @offset`,
   /** ? workflow_id, ? run_number */
   getRun: `SELECT * FROM runs WHERE workflow_id = ? AND run_number = ?`,
+  /** The definition runs of the workflow with this hash used. ? workflow_id, ? hash */
+  getRunDefinition: `SELECT definition FROM run_definitions WHERE workflow_id = ? AND hash = ?`,
   /** ? JSON array of [workflow_id, run_number] pairs */
   getRuns: `SELECT r.* FROM json_each(?) k
     JOIN runs r ON r.workflow_id = json_extract(k.value, '$[0]') AND r.run_number = json_extract(k.value, '$[1]')`,

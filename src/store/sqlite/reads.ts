@@ -1,3 +1,4 @@
+import type { WorkflowDefinition } from '../../domain/model.js';
 import type { ActiveJobCount, JobGroupHolder, RunJobCount, RunKey, StoreReads } from '../store.js';
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import { artifactReads } from './artifacts.js';
@@ -29,6 +30,10 @@ export function makeReads(c: Conn): StoreReads {
     getRun: async (workflowId, runNumber) => {
       const row = c.q('getRun').get(workflowId, runNumber) as Row | undefined;
       return row ? toRun(row) : null;
+    },
+    getRunDefinition: async (workflowId, hash) => {
+      const row = c.q('getRunDefinition').get(workflowId, hash) as Row | undefined;
+      return row ? (JSON.parse(row.definition as string) as WorkflowDefinition) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (c.q('getRuns').all(runKeys(keys)) as Row[]).map(toRun)),
     getRunJobs: async (workflowId, runNumber, page) =>

@@ -42,4 +42,6 @@ export const RETENTION_QUERIES = {
   deleteRun: `DELETE FROM runs WHERE workflow_id = ? AND run_number = ?`,
   /** ? id */
   deleteWorkflow: `DELETE FROM workflows WHERE id = ?`,
+  /** The definitions a deleted workflow's runs used. ? workflow_id */
+  deleteRunDefinitions: `DELETE FROM run_definitions WHERE workflow_id = ?`,
 } as const;

@@ -114,5 +114,6 @@ export function deleteWorkflow(c: Conn, id: string, limits: DeleteLimits): Delet
   }
   if (runs.length > limits.max_runs) return 'more';
   c.q('deleteWorkflow').run(id);
+  c.q('deleteRunDefinitions').run(id);
   return 'deleted';
 }

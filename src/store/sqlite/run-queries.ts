@@ -27,11 +27,15 @@ export const RUN_QUERIES = {
     ORDER BY next_fire_at_ms LIMIT ?`,
   /** ? run_number, ? id */
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
-  /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs */
+  /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs @inputs @rerun_of @plan @concurrency_group @trigger @definition_hash */
   insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs,
-      cancelled_jobs, inputs, rerun_of, plan, concurrency_group)
+      cancelled_jobs, inputs, rerun_of, plan, concurrency_group, trigger, definition_hash)
     VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of, @plan,
-      @concurrency_group)`,
+      @concurrency_group, @trigger, @definition_hash)`,
+  /** The workflow's definition as it is now, kept as the one a run starting now uses (once per hash). ? now, ? workflow_id */
+  keepRunDefinition: `INSERT INTO run_definitions (workflow_id, hash, definition, created_at_ms)
+    SELECT id, hash, definition, ? FROM workflows WHERE id = ?
+    ON CONFLICT (workflow_id, hash) DO NOTHING`,
   /** every column of rows.ts jobRow() by name */
   insertJob: `INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
       pending_needs, max_retries, backoff, timeout_secs, status, attempt, enqueued_at_ms, delayed_until_ms, ready_at_ms,

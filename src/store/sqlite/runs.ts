@@ -60,7 +60,10 @@ export function startRun(
     inputs: { ...req.inputs },
     rerun_of: req.rerun_of ?? null,
     concurrency_group: req.group?.name ?? null,
+    trigger: req.trigger ?? null,
+    definition_hash: wf.hash,
   };
+  c.q('keepRunDefinition').run(req.now_ms, wf.id);
   if (running >= max_runs || group?.wait) {
     const run: RunRecord = { ...base, status: 'queued', finished_at_ms: null };
     c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: 0, plan: JSON.stringify(req.jobs) });
