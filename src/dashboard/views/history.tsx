@@ -58,7 +58,8 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
               <th>Started</th>
               <th>Duration</th>
               <th>Jobs</th>
-              <th>Re-run of</th>
+              {/* A phone keeps the rest: the run a re-run repeats is on its own page too. */}
+              <th class="wide-only">Re-run of</th>
             </tr>
           </thead>
           <tbody>
@@ -76,7 +77,7 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
                 <td>
                   <JobCounts counts={r.job_counts} />
                 </td>
-                <td>{r.rerun_of === null ? <span class="muted">—</span> : <a href={workflowHref(id, r.rerun_of)}>Run {r.rerun_of}</a>}</td>
+                <td class="wide-only">{r.rerun_of === null ? <span class="muted">—</span> : <a href={workflowHref(id, r.rerun_of)}>Run {r.rerun_of}</a>}</td>
               </tr>
             ))}
           </tbody>
