@@ -37,6 +37,13 @@ export function groupState(counts: Partial<Record<JobState, number>>): JobState 
   return 'skipped';
 }
 
+/** How many of `instances` have ended and how many are in each state. */
+export function summarize(instances: JobView[]): GroupSummary {
+  const counts: Partial<Record<JobState, number>> = {};
+  for (const i of instances) counts[i.state] = (counts[i.state] ?? 0) + 1;
+  return { instances, done: instances.filter((i) => ENDED.has(i.state)).length, counts };
+}
+
 /** The group an instance belongs to; null for a plain job or a group not yet expanded. */
 export function groupOf(job: JobView): string | null {
   return job.group !== undefined && job.group !== job.id ? job.group : null;
@@ -72,14 +79,13 @@ export function graphNodes(jobs: JobView[]): GraphNode[] {
     if (placed.has(g)) continue;
     placed.add(g);
     const instances = members.get(g)!;
-    const counts: Partial<Record<JobState, number>> = {};
-    for (const i of instances) counts[i.state] = (counts[i.state] ?? 0) + 1;
+    const group = summarize(instances);
     nodes.push({
       id: g,
       name: groupName(g, instances),
-      state: groupState(counts),
+      state: groupState(group.counts),
       depends_on: edges(instances.flatMap((i) => i.depends_on), g),
-      group: { instances, done: instances.filter((i) => ENDED.has(i.state)).length, counts },
+      group,
     });
   }
   return nodes;

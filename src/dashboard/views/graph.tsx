@@ -1,178 +1,20 @@
 /**
- * The run's DAG, laid out by dagre and drawn as SVG. Every job is in the page at once, each node
- * carrying `data-job-id` and `data-state` (weft's state). The layout depends only on the jobs and
- * their `depends_on`, so state changes redraw nodes without laying anything out again; panning and
- * zooming change one transform attribute directly, without re-rendering.
+ * The run's DAG, laid out by dagre (graph-layout.ts) and drawn as SVG, with wide levels and long
+ * chains folded (folds.ts). Each node carries `data-node-id` and `data-state` (weft's state), jobs and
+ * matrix groups also `data-job-id`. The layout depends only on what is drawn and its edges, so state
+ * changes redraw nodes without laying anything out again; panning and zooming change one transform
+ * attribute directly, without re-rendering.
  */
-import { Component } from 'preact';
-import { useEffect, useLayoutEffect, useMemo, useRef } from 'preact/hooks';
-import dagre from '@dagrejs/dagre';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { JobView } from '../../protocol/wire.js';
-import { STATE_ICON, duration, useNow } from '../format';
-import { graphNodes, type GraphNode } from '../groups';
-import { STATE_ORDER } from './common';
+import { graphNodes } from '../groups';
+import { foldGraph, type FoldedNode } from '../folds';
+import { layoutOf, NODE_H, NODE_W, shapeOf } from '../graph-layout';
+import { FoldBox, Node } from './graph-node';
 
-const NODE_W = 190;
 /** Below this scale a node's text cannot be read: a graph that only fits smaller opens at START_SCALE. */
 const READABLE_SCALE = 0.45;
 const START_SCALE = 0.8;
-const NODE_H = 64;
-
-interface Layout {
-  width: number;
-  height: number;
-  nodes: Map<string, { x: number; y: number }>;
-  edges: { from: string; to: string; d: string }[];
-}
-
-/**
- * dagre's default ranker (network simplex) draws the shortest edges, but on a few hundred jobs it
- * takes seconds; beyond this size each job is ranked by its depth instead, which is what a pipeline's
- * stages are anyway.
- */
-const QUICK_RANKING_ABOVE = 150;
-
-function layoutOf(jobs: GraphNode[]): Layout {
-  const g = new dagre.graphlib.Graph();
-  const ranker = jobs.length > QUICK_RANKING_ABOVE ? 'longest-path' : 'network-simplex';
-  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 60, marginx: 20, marginy: 20, ranker });
-  g.setDefaultEdgeLabel(() => ({}));
-  const ids = new Set(jobs.map((j) => j.id));
-  for (const j of jobs) g.setNode(j.id, { width: NODE_W, height: NODE_H });
-  for (const j of jobs) for (const d of j.depends_on) if (ids.has(d)) g.setEdge(d, j.id);
-  const t0 = performance.now();
-  dagre.layout(g);
-  // Read by the browser tests, which report how long a large graph takes.
-  (globalThis as { weftLayoutMs?: number }).weftLayoutMs = performance.now() - t0;
-  const nodes = new Map<string, { x: number; y: number }>();
-  for (const id of g.nodes()) {
-    const n = g.node(id);
-    nodes.set(id, { x: n.x - NODE_W / 2, y: n.y - NODE_H / 2 });
-  }
-  const edges = g.edges().map((e) => {
-    const pts: { x: number; y: number }[] = g.edge(e).points ?? [];
-    const d = pts.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
-    return { from: e.v, to: e.w, d };
-  });
-  const gg = g.graph();
-  return { width: gg.width ?? 0, height: gg.height ?? 0, nodes, edges };
-}
-
-/**
- * At most `n` characters, cut in the middle: names that differ only at the end ("Integration tests
- * shard 17") stay told apart. The whole name is the node's label and tooltip.
- */
-function clip(s: string, n: number): string {
-  if (s.length <= n) return s;
-  const head = Math.ceil((n - 1) * 0.55);
-  return `${s.slice(0, head)}…${s.slice(s.length - (n - 1 - head))}`;
-}
-
-/** The attempt's running time, after a separator; nothing (no stray separator) when it has none. */
-function Elapsed({ job }: { job: JobView }) {
-  const running = job.state === 'running';
-  const now = useNow(running);
-  const text = running && job.started_at_ms != null ? duration(now - job.started_at_ms) : duration(job.duration_ms);
-  return text ? <> · {text}</> : null;
-}
-
-interface NodeProps {
-  node: GraphNode;
-  x: number;
-  y: number;
-  selected: boolean;
-  onOpen(id: string): void;
-  /** An arrow key on this node: focus the nearest node that way. */
-  onArrow(id: string, key: string): void;
-}
-
-/** Whether two renderings of a node show the same thing: its job entry (replaced whole by every change), or each of its instances'. */
-function sameNode(a: GraphNode, b: GraphNode): boolean {
-  if (a.job || b.job) return a.job === b.job;
-  const x = a.group!.instances;
-  const y = b.group!.instances;
-  return x.length === y.length && x.every((j, i) => j === y[i]);
-}
-
-/** Redrawn only when what it shows or the selection changes. */
-class Node extends Component<NodeProps> {
-  override shouldComponentUpdate(next: NodeProps): boolean {
-    const p = this.props;
-    return !sameNode(next.node, p.node) || next.selected !== p.selected || next.x !== p.x || next.y !== p.y;
-  }
-  override render({ node, x, y, selected, onOpen, onArrow }: NodeProps) {
-    const { job, group } = node;
-    const label = group
-      ? `${node.name}: ${group.done} of ${group.instances.length} instances done, ${node.state}`
-      : `${job!.name}: ${job!.state}, attempt ${job!.attempt + 1}/${job!.max_retries + 1}`;
-    return (
-      <g
-        class={`node st-${node.state}${group ? ' group' : ''}${selected ? ' selected' : ''}`}
-        transform={`translate(${x},${y})`}
-        data-job-id={node.id}
-        data-state={node.state}
-        {...(group ? { 'data-instances': String(group.instances.length), 'data-done': String(group.done) } : {})}
-        // SVG attributes are case-sensitive: `tabIndex` would not make the node focusable.
-        tabindex={0}
-        role="button"
-        aria-label={label}
-        onClick={() => onOpen(node.id)}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' || e.key === ' ') {
-            e.preventDefault();
-            onOpen(node.id);
-          } else if (e.key.startsWith('Arrow')) {
-            e.preventDefault();
-            onArrow(node.id, e.key);
-          }
-        }}
-      >
-        <title>{group ? `${node.id}: ${group.instances.length} instances` : `${node.id}: ${node.state}`}</title>
-        {group && <rect class="stack" x={5} y={-5} width={NODE_W} height={NODE_H} rx={6} />}
-        <rect width={NODE_W} height={NODE_H} rx={6} />
-        <text x={10} y={19} class="name">
-          {clip(node.name, 24)}
-          {group && <tspan class="meta"> ×{group.instances.length}</tspan>}
-        </text>
-        {group ? <GroupLines group={group} state={node.state} /> : <JobLines job={job!} />}
-      </g>
-    );
-  }
-}
-
-function JobLines({ job }: { job: JobView }) {
-  // The attempt only once there was a retry: a first try that worked is not "1/4".
-  const attempts = job.attempt > 0 ? ` · try ${job.attempt + 1}/${job.max_retries + 1}` : '';
-  return (
-    <>
-      <text x={10} y={37} class="state">
-        {STATE_ICON[job.state]} {job.state}
-        <tspan class="meta">
-          {attempts}
-          <Elapsed job={job} />
-        </tspan>
-      </text>
-      <text x={10} y={54} class="meta">
-        {job.worker_id ? clip(job.worker_id, 28) : ' '}
-      </text>
-    </>
-  );
-}
-
-/** `n/N done` and the instances' states, each with its count. */
-function GroupLines({ group, state }: { group: NonNullable<GraphNode['group']>; state: string }) {
-  const parts = STATE_ORDER.filter((s) => (group.counts[s] ?? 0) > 0);
-  return (
-    <>
-      <text x={10} y={37} class="state">
-        {STATE_ICON[state]} {group.done}/{group.instances.length} done
-      </text>
-      <text x={10} y={54} class="meta">
-        {parts.map((s) => `${STATE_ICON[s]}${group.counts[s]}`).join('  ')}
-      </text>
-    </>
-  );
-}
 
 interface View {
   x: number;
@@ -182,12 +24,19 @@ interface View {
 
 export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: string | null; onOpen(id: string): void }) {
   const nodes = useMemo(() => graphNodes(jobs), [jobs]);
+  // The folds the reader opened (folds.ts): their ids stay the same while their jobs' states change.
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
+  const drawn = useMemo(() => foldGraph(nodes, expanded, selected), [nodes, expanded, selected]);
   // Laid out again only when the shape changes, not on state changes.
-  const shape = nodes.map((j) => `${j.id}<${j.depends_on.join(',')}`).join(';');
-  const layout = useMemo(() => layoutOf(nodes), [shape]);
+  const shape = shapeOf(drawn);
+  const layout = useMemo(() => layoutOf(drawn), [shape]);
   const svg = useRef<SVGSVGElement>(null);
   const layer = useRef<SVGGElement>(null);
   const view = useRef<View>({ x: 0, y: 0, k: 1 });
+  // Whether the reader zoomed or panned since the last Fit: a new layout then keeps their view.
+  const moved = useRef(false);
+  // A fold just expanded or folded, and where on the screen it was: it stays there in the new layout.
+  const anchor = useRef<{ id: string; sx: number; sy: number; folding: boolean } | null>(null);
 
   const apply = () => {
     const v = view.current;
@@ -210,6 +59,7 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
     const py = cy ?? el.clientHeight / 2;
     const k = Math.min(4, Math.max(0.02, v.k * factor));
     view.current = { k, x: px - ((px - v.x) * k) / v.k, y: py - ((py - v.y) * k) / v.k };
+    moved.current = true;
     apply();
   };
 
@@ -236,7 +86,31 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
           best = id;
         }
       }
-      if (best !== null) (svg.current?.querySelector(`[data-job-id="${CSS.escape(best)}"]`) as SVGElement | null)?.focus();
+      if (best !== null) focusNode(best);
+    },
+    [],
+  );
+
+  const onOpenRef = useRef(onOpen);
+  onOpenRef.current = onOpen;
+  const selectedRef = useRef(selected);
+  selectedRef.current = selected;
+  const focusNode = (id: string) => (svg.current?.querySelector(`[data-node-id="${CSS.escape(id)}"]`) as SVGElement | null)?.focus();
+  // A click or Enter on a fold expands or folds it; on anything else it opens it (the route's job).
+  const drawnRef = useRef(drawn);
+  drawnRef.current = drawn;
+  const activate = useMemo(
+    () => (id: string) => {
+      if (!drawnRef.current.some((n) => n.id === id && n.fold)) return onOpenRef.current(id);
+      const p = layoutRef.current.nodes.get(id);
+      const v = view.current;
+      const folding = drawnRef.current.some((n) => n.id === id && n.fold?.expanded);
+      if (p) anchor.current = { id, sx: p.x * v.k + v.x, sy: p.y * v.k + v.y, folding };
+      setExpanded((cur) => {
+        const next = new Set(cur);
+        if (!next.delete(id)) next.add(id);
+        return next;
+      });
     },
     [],
   );
@@ -256,14 +130,50 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
     view.current = { k: START_SCALE, x: 10, y: 10 };
     apply();
   };
-  useLayoutEffect(firstView, [layout]);
+  /** The selected job's node brought into view when it is not (a large graph opens on its start). */
+  const reveal = () => {
+    const el = svg.current;
+    const id = selectedRef.current;
+    const p = id === null ? undefined : layoutRef.current.nodes.get(id);
+    if (!el || !p) return;
+    const v = view.current;
+    const x = p.x * v.k + v.x;
+    const y = p.y * v.k + v.y;
+    if (x >= 0 && y >= 0 && x + NODE_W * v.k <= el.clientWidth && y + NODE_H * v.k <= el.clientHeight) return;
+    view.current = { ...v, x: el.clientWidth / 2 - (p.x + NODE_W / 2) * v.k, y: el.clientHeight / 2 - (p.y + NODE_H / 2) * v.k };
+    apply();
+  };
+  useLayoutEffect(() => {
+    const a = anchor.current;
+    const p = a && layout.nodes.get(a.id);
+    anchor.current = null;
+    if (a && p && a.folding && fitsReadably()) {
+      // Folded back to a graph that fits: the whole of it again.
+      moved.current = false;
+      fit();
+    } else if (a && p) {
+      // The fold the reader acted on stays under the pointer, at the same scale.
+      const k = view.current.k;
+      view.current = { k, x: a.sx - p.x * k, y: a.sy - p.y * k };
+      moved.current = true;
+      apply();
+    } else if (!moved.current) firstView();
+    // The keyboard's focus stays on the fold, expanded or not.
+    if (a && p) focusNode(a.id);
+    reveal();
+  }, [layout]);
+  useLayoutEffect(reveal, [selected]);
   // The job panel opening or the window resizing changes the room the graph has: fit it again, when
-  // it still fits readably (a large graph keeps the place the reader panned to).
+  // it still fits readably and the reader has not moved it.
   useEffect(() => {
     const el = svg.current;
     if (!el) return;
     let first = true;
-    const ro = new ResizeObserver(() => (first ? (first = false) : fitsReadably() && fit()));
+    const ro = new ResizeObserver(() => {
+      if (first) return void (first = false);
+      if (!moved.current && fitsReadably()) fit();
+      reveal();
+    });
     ro.observe(el);
     return () => ro.disconnect();
   }, [layout]);
@@ -278,13 +188,14 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
     };
     let drag: { x: number; y: number; vx: number; vy: number; id: number } | null = null;
     const onDown = (e: PointerEvent) => {
-      if ((e.target as Element).closest('.node')) return;
+      if ((e.target as Element).closest('.node, .fold-head')) return;
       drag = { x: e.clientX, y: e.clientY, vx: view.current.x, vy: view.current.y, id: e.pointerId };
       el.setPointerCapture(e.pointerId);
       el.classList.add('dragging');
     };
     const onMove = (e: PointerEvent) => {
       if (!drag || e.pointerId !== drag.id) return;
+      moved.current = true;
       view.current = { ...view.current, x: drag.vx + e.clientX - drag.x, y: drag.vy + e.clientY - drag.y };
       apply();
     };
@@ -309,7 +220,13 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
   return (
     <div class="graph">
       <div class="graph-tools" role="toolbar" aria-label="Graph view">
-        <button type="button" onClick={fit}>
+        <button
+          type="button"
+          onClick={() => {
+            moved.current = false;
+            fit();
+          }}
+        >
           Fit
         </button>
         <button type="button" aria-label="Zoom in" onClick={() => zoom(1.25)}>
@@ -326,16 +243,24 @@ export function Graph({ jobs, selected, onOpen }: { jobs: JobView[]; selected: s
           </marker>
         </defs>
         <g ref={layer}>
+          {drawn.map((n) => {
+            const box = layout.boxes.get(n.id);
+            return box && <FoldBox key={n.id} node={n} box={box} onOpen={activate} onArrow={arrow} />;
+          })}
           <g class="edges">
             {layout.edges.map((e) => (
               <path key={`${e.from}>${e.to}`} d={e.d} marker-end="url(#arrow)" />
             ))}
           </g>
-          {nodes.map((n) => {
-            const p = layout.nodes.get(n.id) ?? { x: 0, y: 0 };
-            // A selected instance lights up the node of its group.
-            const on = n.id === selected || (n.group !== undefined && n.group.instances.some((i) => i.id === selected));
-            return <Node key={n.id} node={n} x={p.x} y={p.y} selected={on} onOpen={onOpen} onArrow={arrow} />;
+          {drawn.flatMap((n) => {
+            // An expanded fold's jobs, each a node of its own inside the fold's box.
+            const shown: FoldedNode[] = n.fold?.expanded ? n.fold.members.map((job) => ({ id: job.id, name: job.name, state: job.state, depends_on: job.depends_on, job })) : [n];
+            return shown.map((m) => {
+              const p = layout.nodes.get(m.id) ?? { x: 0, y: 0 };
+              // A selected instance lights up the node of its group.
+              const on = m.id === selected || (m.group !== undefined && m.group.instances.some((i) => i.id === selected));
+              return <Node key={m.id} node={m} x={p.x} y={p.y} selected={on} onOpen={activate} onArrow={arrow} />;
+            });
           })}
         </g>
       </svg>
