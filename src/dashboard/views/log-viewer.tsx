@@ -3,6 +3,7 @@
  * with a match count, timestamps on demand, steps of a `steps:` job as headings that fold, each with
  * its state and time, a raw download (`…/logs?format=text`), and, for the latest run's current
  * attempt, the live tail (`…/logs/stream`) with a Follow switch and a cue when new lines arrive below.
+ * The toolbar is log-tools.tsx.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { AnsiUp } from 'ansi_up';
@@ -13,6 +14,7 @@ import { openStream } from '../sse';
 import { duration, useNow } from '../format';
 import { saveDownload } from './artifacts';
 import { ErrorLine, StateBadge } from './common';
+import { LogTools } from './log-tools';
 
 /** One line of the log: its text (for search), its HTML (ANSI colours as spans), where it came from. */
 interface LogLine {
@@ -234,48 +236,22 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
   return (
     <>
       <ErrorLine error={error} />
-      <div class="log-tools" role="toolbar" aria-label="Log tools">
-        <input
-          type="search"
-          placeholder="Search the log"
-          aria-label="Search the log"
-          value={query}
-          onInput={(e) => setQuery(e.currentTarget.value)}
-          onKeyDown={(e) => {
-            if (e.key === 'Enter' && matches.length > 0) setCurrent((c) => (e.shiftKey ? (c - 1 + matches.length) % matches.length : (c + 1) % matches.length));
-          }}
-        />
-        {query.trim() !== '' && (
-          <span class="muted small" aria-live="polite">
-            {matches.length === 0 ? 'no match' : `${Math.min(current, matches.length - 1) + 1} of ${matches.length}`}
-          </span>
-        )}
-        <button type="button" aria-label="Previous match" disabled={!searching} onClick={() => setCurrent((c) => (c - 1 + matches.length) % matches.length)}>
-          ↑
-        </button>
-        <button type="button" aria-label="Next match" disabled={!searching} onClick={() => setCurrent((c) => (c + 1) % matches.length)}>
-          ↓
-        </button>
-        <label>
-          <input type="checkbox" checked={times} onChange={(e) => setTimes(e.currentTarget.checked)} /> Timestamps
-        </label>
-        {live && (
-          <label>
-            <input
-              type="checkbox"
-              checked={follow}
-              onChange={(e) => {
-                setFollow(e.currentTarget.checked);
-                if (e.currentTarget.checked) setUnseen(false);
-              }}
-            />{' '}
-            Follow
-          </label>
-        )}
-        <button type="button" onClick={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}>
-          Download
-        </button>
-      </div>
+      <LogTools
+        query={query}
+        onQuery={setQuery}
+        matches={matches.length}
+        current={Math.min(current, matches.length - 1)}
+        onStep={(by) => setCurrent((c) => (c + by + matches.length) % matches.length)}
+        times={times}
+        onTimes={setTimes}
+        live={live}
+        follow={follow}
+        onFollow={(on) => {
+          setFollow(on);
+          if (on) setUnseen(false);
+        }}
+        onDownload={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}
+      />
       <div
         ref={box}
         class={`log${times ? ' with-times' : ''}`}
