@@ -3,81 +3,18 @@
  * with a match count, timestamps on demand, steps of a `steps:` job as headings that fold, each with
  * its state and time, a raw download (`…/logs?format=text`), and, for the latest run's current
  * attempt, the live tail (`…/logs/stream`) with a Follow switch and a cue when new lines arrive below.
- * The toolbar is log-tools.tsx.
+ * Its lines are kept as they arrive (log-lines.ts); the toolbar is log-tools.tsx.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { AnsiUp } from 'ansi_up';
 import type { JobState } from '../../domain/model.js';
 import type { LogChunkView } from '../../protocol/wire.js';
 import { api, enc } from '../api';
 import { openStream } from '../sse';
 import { duration, useNow } from '../format';
+import { LogModel, Matches, lineHtml } from '../log-lines';
 import { saveDownload } from './artifacts';
 import { ErrorLine, StateBadge } from './common';
 import { LogTools } from './log-tools';
-
-/** One line of the log: its text (for search), its HTML (ANSI colours as spans), where it came from. */
-interface LogLine {
-  key: string;
-  stream: string;
-  html: string;
-  text: string;
-  timestamp_ms: number;
-  /** The step it belongs to (index into `steps`), or -1 before the first step. */
-  step: number;
-  /** This line is the heading of step `step`. */
-  heading: boolean;
-}
-
-interface Step {
-  label: string;
-  title: string;
-  startMs: number;
-}
-
-/** The line a `steps:` job prints before each step (README "Workflow definitions"). */
-const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
-
-/**
- * OSC 8 hyperlinks (http and https only, ansi_up's default) open in a new tab that cannot reach back
- * to the dashboard (`window.opener`) and is not told where it came from. ansi_up escapes every `<` of
- * the log text, so the only `<a ` in its output are the links it made itself.
- */
-function toHtmlConverter(): (text: string) => string {
-  const au = new AnsiUp();
-  au.use_classes = true;
-  return (text) => au.ansi_to_html(text).replaceAll('<a href="', '<a rel="noopener noreferrer" target="_blank" href="');
-}
-
-const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)/g;
-
-/** Splits chunks into lines, ANSI state kept per stream, `::step` lines turned into step headings. */
-function lineSplitter() {
-  const per: Record<string, (text: string) => string> = {};
-  const steps: Step[] = [];
-  return {
-    steps,
-    split(c: LogChunkView): LogLine[] {
-      const toHtml = (per[c.stream] ??= toHtmlConverter());
-      const out: LogLine[] = [];
-      const parts = c.data.split('\n');
-      // A chunk ending in a newline leaves an empty last part, which is no line.
-      if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
-      parts.forEach((raw, i) => {
-        const key = `${c.attempt}:${c.sequence}.${i}`;
-        const m = c.stream === 'stdout' ? STEP_LINE.exec(raw) : null;
-        if (m) {
-          steps.push({ label: m[1]!, title: m[2]!, startMs: c.timestamp_ms });
-          const text = `step ${m[1]}: ${m[2]}`;
-          out.push({ key, stream: 'step', html: toHtml(text), text, timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: true });
-          return;
-        }
-        out.push({ key, stream: c.stream, html: toHtml(raw), text: raw.replace(ANSI, ''), timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: false });
-      });
-      return out;
-    },
-  };
-}
 
 function clock(ms: number): string {
   const d = new Date(ms);
@@ -102,8 +39,9 @@ export interface LogViewerProps {
 }
 
 export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, line, lineHref }: LogViewerProps) {
-  const [lines, setLines] = useState<LogLine[]>([]);
-  const [steps, setSteps] = useState<Step[]>([]);
+  // The lines are appended to the model in place; `version` redraws once they are.
+  const [model, setModel] = useState(() => new LogModel());
+  const [, setVersion] = useState(0);
   const [note, setNote] = useState<string>('');
   const [error, setError] = useState<unknown>(null);
   const [query, setQuery] = useState('');
@@ -118,27 +56,38 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
   const now = useNow(live && state === 'running');
 
   useEffect(() => {
-    setLines([]);
-    setSteps([]);
+    let m = new LogModel();
+    const reset = () => {
+      m = new LogModel();
+      setModel(m);
+    };
+    reset();
     setError(null);
     setFolded(new Set());
     setNote(live ? 'connecting…' : 'loading…');
     setFollow(true);
     setUnseen(false);
-    const splitter = lineSplitter();
     // A resumed stream may repeat what was already shown; the keys tell (a set: a long log is not scanned per chunk).
     const seen = new Set<string>();
-    const add = (chunks: LogChunkView[]) => {
-      const fresh = chunks.filter((c) => {
-        const key = `${c.attempt}:${c.sequence}`;
-        if (seen.has(key)) return false;
-        seen.add(key);
-        return true;
+    // One redraw a frame however many chunks arrive in it: a replayed stream is a chunk an event, and
+    // alternating stdout and stderr makes chunks of a line.
+    let frame = 0;
+    const redraw = () => {
+      frame ||= requestAnimationFrame(() => {
+        frame = 0;
+        setVersion((v) => v + 1);
       });
-      const more = fresh.flatMap((c) => splitter.split(c));
-      if (more.length === 0) return;
-      setLines((cur) => [...cur, ...more]);
-      setSteps([...splitter.steps]);
+    };
+    const add = (chunks: LogChunkView[]) => {
+      let added = 0;
+      for (const c of chunks) {
+        const key = `${c.attempt}:${c.sequence}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        added += m.append(c);
+      }
+      if (added === 0) return;
+      redraw();
       if (!followRef.current) setUnseen(true);
     };
     if (!live) {
@@ -152,6 +101,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
         .catch((err) => !gone && setError(err));
       return () => {
         gone = true;
+        cancelAnimationFrame(frame);
       };
     }
     // The attempt this log shows. The stream starts at the newest attempt that has output, which while
@@ -160,9 +110,8 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     const switchTo = (a: number) => {
       attemptNow = a;
       seen.clear();
-      setLines([]);
-      setSteps([]);
-      splitter.steps.length = 0;
+      reset();
+      setFolded(new Set());
       setNote(`attempt ${a + 1} started`);
     };
     const stream = openStream(
@@ -189,17 +138,16 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
       },
       (ev) => ev.event === 'end',
     );
-    return () => stream.close();
+    return () => {
+      stream.close();
+      cancelAnimationFrame(frame);
+    };
   }, [wf, job, run, attempt, live]);
 
-  // Search: the lines holding the text, case aside; `current` walks them.
-  const matches = useMemo(() => {
-    const q = query.trim().toLowerCase();
-    if (q === '') return [];
-    const out: number[] = [];
-    lines.forEach((l, i) => l.text.toLowerCase().includes(q) && out.push(i));
-    return out;
-  }, [lines, query]);
+  const { lines, steps } = model;
+  // Search: the lines holding the text, case aside, read once each as they arrive; `current` walks them.
+  const found = useMemo(() => new Matches(query), [query, model]).update(model);
+  const matches = found.lines;
   useEffect(() => setCurrent(0), [query]);
   const target = matches.length > 0 ? matches[Math.min(current, matches.length - 1)]! : line !== null ? line - 1 : null;
 
@@ -211,7 +159,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     } else if (follow) {
       el.scrollTop = el.scrollHeight;
     }
-  }, [lines, target, follow]);
+  }, [model, lines.length, target, follow]);
 
   const toggleStep = (i: number) =>
     setFolded((cur) => {
@@ -231,8 +179,6 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
 
   const path = `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}&format=text`;
   const searching = matches.length > 0;
-  // Looked up per line drawn: a set, not a scan of the matches for each line.
-  const matched = useMemo(() => new Set(matches), [matches]);
   return (
     <>
       <ErrorLine error={error} />
@@ -273,26 +219,26 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
             const info = stepInfo(l.step);
             const open = !folded.has(l.step);
             return (
-              <div key={l.key} class="log-line chunk step" data-stream="step" data-line={i + 1}>
+              <div key={i} class="log-line chunk step" data-stream="step" data-line={i + 1}>
                 <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
                   {i + 1}
                 </a>
                 <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
-                  {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: l.html }} />
+                  {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
                 </button>{' '}
                 <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
               </div>
             );
           }
           if (l.step >= 0 && folded.has(l.step)) return null;
-          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${matched.has(i) ? ' match' : ''}`;
+          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${found.has(i) ? ' match' : ''}`;
           return (
-            <div key={l.key} class={cls} data-stream={l.stream} data-line={i + 1}>
+            <div key={i} class={cls} data-stream={l.stream} data-line={i + 1}>
               <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
                 {i + 1}
               </a>
               {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
-              <span class="text" dangerouslySetInnerHTML={{ __html: l.html }} />
+              <span class="text" dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
             </div>
           );
         })}
