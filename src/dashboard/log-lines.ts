@@ -1,9 +1,10 @@
 /**
  * The log viewer's lines (README "Dashboard"): chunks split into lines as they arrive, ANSI colours
- * kept per stream, `::step` lines turned into step headings; and which lines a search finds. A log may
- * hold 100,000 lines and more, streamed a chunk at a time, so each chunk costs the work of its own
- * lines: lines are appended in place (never copied or split again), and a search reads each line once
- * however many chunks follow.
+ * kept per stream, `::step` lines turned into step headings; which lines show while steps are folded;
+ * and which lines a search finds. A log may hold 100,000 lines and more, streamed a chunk at a time,
+ * so each chunk costs the work of its own lines: lines are appended in place (never copied or split
+ * again), the rows of a folded log are arithmetic over its few folded steps, and a search reads each
+ * line once however many chunks follow.
  */
 import { AnsiUp } from 'ansi_up';
 import type { LogChunkView } from '../protocol/wire.js';
@@ -111,6 +112,55 @@ export class LogModel {
   private push(l: LogLine): void {
     this.lines.push(l);
     if (l.text.length > this.widest) this.widest = l.text.length;
+  }
+}
+
+/**
+ * The lines shown, as rows: a folded step hides the lines after its heading up to the next heading
+ * (or the end). Lines of a step are contiguous, so the hidden lines are a few ranges, one per folded
+ * step, and a row's line (and a line's row) is found by walking those ranges, not the lines.
+ */
+export class Rows {
+  /** Hidden ranges of lines, [start, end), in order. */
+  private readonly hidden: Array<readonly [number, number]> = [];
+  /** How many rows there are: the lines less the hidden ones. */
+  readonly count: number;
+
+  constructor(model: LogModel, folded: ReadonlySet<number>) {
+    const { steps, lines } = model;
+    let hiddenCount = 0;
+    for (const s of [...folded].sort((a, b) => a - b)) {
+      const step = steps[s];
+      if (!step) continue;
+      const start = step.line + 1;
+      const end = steps[s + 1]?.line ?? lines.length;
+      if (end > start) {
+        this.hidden.push([start, end]);
+        hiddenCount += end - start;
+      }
+    }
+    this.count = lines.length - hiddenCount;
+  }
+
+  /** The line (index) shown at row `row`. */
+  line(row: number): number {
+    let line = row;
+    for (const [start, end] of this.hidden) {
+      if (line < start) break;
+      line += end - start;
+    }
+    return line;
+  }
+
+  /** The row showing line `line`, or -1 when a folded step hides it. */
+  row(line: number): number {
+    let row = line;
+    for (const [start, end] of this.hidden) {
+      if (line < start) break;
+      if (line < end) return -1;
+      row -= end - start;
+    }
+    return row;
   }
 }
 

@@ -1,7 +1,7 @@
-/** The log viewer's lines and search (src/dashboard/log-lines.ts). */
+/** The log viewer's lines, rows of a folded log and search (src/dashboard/log-lines.ts). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LogModel, Matches, lineHtml } from '../../src/dashboard/log-lines.js';
+import { LogModel, Matches, Rows, lineHtml } from '../../src/dashboard/log-lines.js';
 import type { LogChunkView } from '../../src/protocol/wire.js';
 
 let sequence = 0;
@@ -44,6 +44,29 @@ test('chunks split into lines as they arrive; `::step` lines become headings; co
   assert.equal(lineHtml(m.lines[4]!), 'plain');
   assert.equal(m.lines[7]!.html, null);
   assert.equal(m.widest, 'step 1/2: build'.length);
+});
+
+test('a folded step hides the lines after its heading; rows and lines map both ways around the folds', () => {
+  const m = new LogModel();
+  // Lines 0-1 before any step, step 0 at 2 (3-5), step 1 at 6 (7-8), step 2 at 9 (10-12).
+  m.append(chunk('a\nb\n::step 1/3 one\nc\nd\ne\n::step 2/3 two\nf\ng\n::step 3/3 three\nh\ni\nj\n'));
+  const all = new Rows(m, new Set());
+  assert.equal(all.count, 13);
+  for (let i = 0; i < 13; i++) assert.equal(all.line(all.row(i)), i);
+
+  const rows = new Rows(m, new Set([2, 0]));
+  const shown = [0, 1, 2, 6, 7, 8, 9];
+  assert.equal(rows.count, shown.length);
+  assert.deepEqual(
+    shown.map((_, r) => rows.line(r)),
+    shown,
+  );
+  for (let i = 0; i < 13; i++) assert.equal(rows.row(i), shown.indexOf(i), `line ${i}`);
+  // A step that is not there (yet) folds nothing.
+  assert.equal(new Rows(m, new Set([7])).count, 13);
+  // The last step's lines grow as lines arrive, and stay folded.
+  m.append(chunk('k\n'));
+  assert.equal(new Rows(m, new Set([2])).count, 10);
 });
 
 test('a search finds the lines holding its text, case aside, and reads only the lines that arrived since', () => {

@@ -1,6 +1,7 @@
 /**
  * The log viewer's toolbar (README "Dashboard"): search with its match count and the arrows to the
- * previous and next match, timestamps on demand, Follow for the live tail, and the raw download.
+ * previous and next match, timestamps on demand, Follow for the live tail, the raw download, and how
+ * many lines the log has (the page holds only those in view, so the browser's own find sees no more).
  */
 
 export interface LogToolsProps {
@@ -18,6 +19,7 @@ export interface LogToolsProps {
   follow: boolean;
   onFollow(on: boolean): void;
   onDownload(): void;
+  lines: number;
 }
 
 export function LogTools(p: LogToolsProps) {
@@ -56,6 +58,9 @@ export function LogTools(p: LogToolsProps) {
       <button type="button" onClick={p.onDownload}>
         Download
       </button>
+      <span class="muted small log-count">
+        {p.lines} {p.lines === 1 ? 'line' : 'lines'}
+      </span>
     </div>
   );
 }

@@ -3,7 +3,8 @@
  * with a match count, timestamps on demand, steps of a `steps:` job as headings that fold, each with
  * its state and time, a raw download (`…/logs?format=text`), and, for the latest run's current
  * attempt, the live tail (`…/logs/stream`) with a Follow switch and a cue when new lines arrive below.
- * Its lines are kept as they arrive (log-lines.ts); the toolbar is log-tools.tsx.
+ * A log of 100,000 lines stays quick: its lines are kept as they arrive (log-lines.ts) and only those
+ * in and near view are drawn (log-window.tsx); the toolbar is log-tools.tsx.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { JobState } from '../../domain/model.js';
@@ -11,10 +12,11 @@ import type { LogChunkView } from '../../protocol/wire.js';
 import { api, enc } from '../api';
 import { openStream } from '../sse';
 import { duration, useNow } from '../format';
-import { LogModel, Matches, lineHtml } from '../log-lines';
+import { LogModel, Matches, Rows, lineHtml } from '../log-lines';
 import { saveDownload } from './artifacts';
 import { ErrorLine, StateBadge } from './common';
 import { LogTools } from './log-tools';
+import { LogWindow, centredOn, useViewport } from './log-window';
 
 function clock(ms: number): string {
   const d = new Date(ms);
@@ -51,8 +53,13 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
   const [unseen, setUnseen] = useState(false);
   const [folded, setFolded] = useState<ReadonlySet<number>>(new Set());
   const box = useRef<HTMLDivElement>(null);
+  const [view, sync] = useViewport(box);
   const followRef = useRef(true);
   followRef.current = follow;
+  // The marked line last brought into view: it is scrolled to once, not again with every chunk, unless
+  // the reader asks for it again (`jumps`: next and previous, which may land on the same match).
+  const shown = useRef<{ model: LogModel; line: number; jump: number } | null>(null);
+  const [jumps, setJumps] = useState(0);
   const now = useNow(live && state === 'running');
 
   useEffect(() => {
@@ -145,21 +152,43 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
   }, [wf, job, run, attempt, live]);
 
   const { lines, steps } = model;
+  const count = lines.length;
   // Search: the lines holding the text, case aside, read once each as they arrive; `current` walks them.
   const found = useMemo(() => new Matches(query), [query, model]).update(model);
   const matches = found.lines;
   useEffect(() => setCurrent(0), [query]);
-  const target = matches.length > 0 ? matches[Math.min(current, matches.length - 1)]! : line !== null ? line - 1 : null;
+  const searching = matches.length > 0;
+  const at = Math.min(current, matches.length - 1);
+  const target = searching ? matches[at]! : line !== null ? line - 1 : null;
+  const rows = useMemo(() => new Rows(model, folded), [model, count, folded]);
 
+  // Following: the newest line in view as lines arrive, unless a line is marked.
+  useLayoutEffect(() => {
+    if (target !== null) return;
+    // Nothing marked: the next line marked is scrolled to, even if it is the one marked before.
+    shown.current = null;
+    const el = box.current;
+    if (!el || !follow) return;
+    el.scrollTop = el.scrollHeight;
+    sync();
+  }, [model, count, target, follow]);
+
+  // The marked line (a match, or `&line=N`) in view and centred, once it has arrived; a folded step
+  // holding it opens first.
   useLayoutEffect(() => {
     const el = box.current;
-    if (!el) return;
-    if (target !== null && (matches.length > 0 || line !== null)) {
-      el.querySelector(`[data-line="${target + 1}"]`)?.scrollIntoView({ block: 'center' });
-    } else if (follow) {
-      el.scrollTop = el.scrollHeight;
+    if (!el || target === null || target >= count) return;
+    if (shown.current?.model === model && shown.current.line === target && shown.current.jump === jumps) return;
+    const r = rows.row(target);
+    if (r < 0) {
+      const step = lines[target]!.step;
+      setFolded((cur) => new Set([...cur].filter((s) => s !== step)));
+      return;
     }
-  }, [model, lines.length, target, follow]);
+    shown.current = { model, line: target, jump: jumps };
+    el.scrollTop = centredOn(r, el.clientHeight);
+    sync();
+  }, [model, count, target, rows, jumps]);
 
   const toggleStep = (i: number) =>
     setFolded((cur) => {
@@ -177,8 +206,38 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     return { state, ms: end === null ? null : end - s.startMs };
   };
 
+  const drawRow = (r: number) => {
+    const i = rows.line(r);
+    const l = lines[i]!;
+    const number = (
+      <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
+        {i + 1}
+      </a>
+    );
+    if (l.heading) {
+      const info = stepInfo(l.step);
+      const open = !folded.has(l.step);
+      return (
+        <div key={i} class="log-line chunk step" data-stream="step" data-line={i + 1}>
+          {number}
+          <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
+            {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
+          </button>{' '}
+          <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
+        </div>
+      );
+    }
+    const cls = `log-line chunk ${l.stream}${target === i ? ' current' : ''}${found.has(i) ? ' match' : ''}`;
+    return (
+      <div key={i} class={cls} data-stream={l.stream} data-line={i + 1}>
+        {number}
+        {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
+        <span class="text" dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
+      </div>
+    );
+  };
+
   const path = `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}&format=text`;
-  const searching = matches.length > 0;
   return (
     <>
       <ErrorLine error={error} />
@@ -186,8 +245,11 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
         query={query}
         onQuery={setQuery}
         matches={matches.length}
-        current={Math.min(current, matches.length - 1)}
-        onStep={(by) => setCurrent((c) => (c + by + matches.length) % matches.length)}
+        current={at}
+        onStep={(by) => {
+          setCurrent((c) => (c + by + matches.length) % matches.length);
+          setJumps((j) => j + 1);
+        }}
         times={times}
         onTimes={setTimes}
         live={live}
@@ -197,15 +259,18 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
           if (on) setUnseen(false);
         }}
         onDownload={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}
+        lines={count}
       />
       <div
         ref={box}
         class={`log${times ? ' with-times' : ''}`}
         role="log"
-        aria-live="polite"
+        // Only the following tail is announced: lines drawn as the reader scrolls are not news.
+        aria-live={live && follow ? 'polite' : 'off'}
         aria-label={`Log of ${job}, attempt ${attempt + 1}`}
         tabIndex={0}
         onScroll={(e) => {
+          sync();
           const el = e.currentTarget;
           const atEnd = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
           if (atEnd !== followRef.current && live) {
@@ -214,34 +279,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
           }
         }}
       >
-        {lines.map((l, i) => {
-          if (l.heading) {
-            const info = stepInfo(l.step);
-            const open = !folded.has(l.step);
-            return (
-              <div key={i} class="log-line chunk step" data-stream="step" data-line={i + 1}>
-                <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
-                  {i + 1}
-                </a>
-                <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
-                  {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
-                </button>{' '}
-                <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
-              </div>
-            );
-          }
-          if (l.step >= 0 && folded.has(l.step)) return null;
-          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${found.has(i) ? ' match' : ''}`;
-          return (
-            <div key={i} class={cls} data-stream={l.stream} data-line={i + 1}>
-              <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
-                {i + 1}
-              </a>
-              {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
-              <span class="text" dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
-            </div>
-          );
-        })}
+        <LogWindow count={rows.count} view={view} widestCh={model.widest + (times ? 13 : 0)} numberCh={Math.max(4, String(count).length)} row={drawRow} />
       </div>
       {unseen && live && (
         <button
