@@ -2,11 +2,13 @@
  * The job log viewer (README "Dashboard") in a real Chromium against a real `weft server`; the test
  * plays the worker over HTTP and pushes the log itself: numbered lines with their own URLs, search,
  * timestamps, steps that fold with their state and time, the raw download (`…/logs?format=text`), the
- * live tail's Follow switch and its "new lines below" cue, and the command folded.
+ * live tail's Follow switch and its "new lines below" cue, and the command folded; and all of that on a
+ * log of 100,000 lines, of which only the rows in and near view are drawn.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import type { Page } from 'playwright-core';
 import { dashboardStack, screenshot } from '../helpers/browser.js';
 import { request, until } from '../helpers/http.js';
 
@@ -134,6 +136,241 @@ test('the live tail follows until the reader scrolls up; then new lines below ar
     const el = document.querySelector('[role=log]');
     return el.scrollHeight - el.scrollTop - el.clientHeight < 24;
   }, undefined, WAIT);
+  await cue.waitFor({ state: 'detached', ...WAIT });
+  assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  assert.deepEqual(errors, []);
+});
+
+// A long log (README "Dashboard": drawn a window at a time). Line n says its own number, so a row
+// drawn says which line it is; three steps, a coloured line, a stderr line and two needles near the end.
+const LONG = 100_000;
+const STEP_AT = { 1: 'prepare', 50_001: 'build', 99_001: 'report' } as Record<number, string>;
+function longLine(n: number): { stream: string; text: string } {
+  if (STEP_AT[n]) return { stream: 'stdout', text: `::step ${Object.keys(STEP_AT).indexOf(String(n)) + 1}/3 ${STEP_AT[n]}` };
+  const step = n < 50_001 ? 'prepare' : n < 99_001 ? 'build' : 'report';
+  if (n === 99_700 || n === 99_950) return { stream: 'stdout', text: `line ${n} of ${step}: the needle` };
+  if (n === 99_500) return { stream: 'stdout', text: `line ${n} of ${step}, \u001b[32min green\u001b[0m` };
+  if (n === 99_501) return { stream: 'stderr', text: `line ${n} of ${step}, a warning` };
+  return { stream: 'stdout', text: `line ${n} of ${step}` };
+}
+
+/** Pushes lines `from`..`to` as a worker would: chunks of up to 5,000 lines of one stream, a few chunks to a request. */
+async function pushLines(leaseId: string, from: number, to: number, line: (n: number) => { stream: string; text: string } = longLine): Promise<void> {
+  let chunks: Array<{ sequence: number; stream: string; data: string; timestamp_ms: number }> = [];
+  let bytes = 0;
+  const send = async () => {
+    if (chunks.length === 0) return;
+    const r = await stack.api.post(`/api/jobs/${leaseId}/logs`, { chunks });
+    assert.equal(r.status, 200, r.text);
+    chunks = [];
+    bytes = 0;
+  };
+  let n = from;
+  while (n <= to) {
+    const { stream } = line(n);
+    let data = '';
+    let count = 0;
+    for (; n <= to && count < 5000 && line(n).stream === stream; n++, count++) data += `${line(n).text}\n`;
+    chunks.push({ sequence: sequence++, stream, data, timestamp_ms: Date.now() });
+    bytes += data.length;
+    if (bytes > 400_000) await send();
+  }
+  await send();
+}
+
+/** The long log's job, made once and shared by the tests that read it. */
+let longJob: Promise<void> | undefined;
+function longLogJob(): Promise<void> {
+  longJob ??= (async () => {
+    await stack.api.createWorkflow({ id: 'long', jobs: { print: { run: 'true', labels: ['long'] } } });
+    await stack.api.run('long');
+    const c = await until(() => stack.api.claim('test-worker', ['long']), 'the job to be claimable');
+    sequence = 0;
+    await pushLines(c.lease.lease_id, 1, LONG);
+    assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  })();
+  return longJob;
+}
+
+/** Waits until line `n` is drawn and wholly inside the log box's visible part. */
+async function lineInView(page: Page, n: number): Promise<void> {
+  await page.waitForFunction(
+    (line: number) => {
+      const box = document.querySelector('[role=log]');
+      const row = box?.querySelector(`[data-line="${line}"]`);
+      if (!row) return false;
+      const b = box.getBoundingClientRect();
+      const r = row.getBoundingClientRect();
+      return r.top >= b.top && r.bottom <= b.bottom;
+    },
+    n,
+    WAIT,
+  );
+}
+
+const drawnRows = (page: Page) => page.locator('[role=log] .log-line').count();
+
+test('a log of 100,000 lines draws only the rows in and near view, and says it has 100,000 lines', async (t) => {
+  await longLogJob();
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/long/jobs/print`);
+  const log = page.getByRole('log');
+  await page.getByRole('toolbar', { name: 'Log tools' }).getByText(`${LONG} lines`, { exact: true }).waitFor(WAIT);
+  // The log opens at its end, as it follows the tail: the last line is in view with its number.
+  await lineInView(page, LONG);
+  assert.equal(await log.locator(`[data-line="${LONG}"] .ln`).textContent(), String(LONG));
+  assert.equal(await log.locator(`[data-line="${LONG}"] .text`).textContent(), `line ${LONG} of report`);
+  const drawn = await drawnRows(page);
+  t.diagnostic(`rows drawn at the end of ${LONG} lines: ${drawn}`);
+  assert.ok(drawn > 10 && drawn < 1000, `${drawn} rows drawn`);
+  // The scroll height is that of every line: the rows drawn are placed where they belong.
+  const { scrollHeight, row } = await log.evaluate((el: any) => ({ scrollHeight: el.scrollHeight, row: el.querySelector('.log-line').getBoundingClientRect().height }));
+  assert.ok(scrollHeight >= LONG * row, `scroll height ${scrollHeight} for rows of ${row} px`);
+
+  // Scrolled to the top: the first lines are drawn instead, and as few.
+  await log.evaluate((el: any) => (el.scrollTop = 0));
+  await lineInView(page, 1);
+  await lineInView(page, 2);
+  assert.equal(await log.locator('[data-line="2"] .text').textContent(), 'line 2 of prepare');
+  assert.equal(await log.locator(`[data-line="${LONG}"]`).count(), 0);
+  const atTop = await drawnRows(page);
+  t.diagnostic(`rows drawn at the top: ${atTop}`);
+  assert.ok(atTop < 1000, `${atTop} rows drawn`);
+  assert.deepEqual(errors, []);
+});
+
+test('a line far down a long log opens from its address, drawn, marked and in view, with its colours and stream', async (t) => {
+  await longLogJob();
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/long/runs/1/jobs/print?attempt=0&line=99500`);
+  const log = page.getByRole('log');
+  await log.locator('.log-line.current[data-line="99500"]').waitFor(WAIT);
+  await lineInView(page, 99_500);
+  assert.equal(await log.locator('[data-line="99500"] .ansi-green-fg').textContent(), 'in green');
+  assert.equal(await log.locator('[data-line="99500"] .text').textContent(), 'line 99500 of report, in green');
+  assert.equal(await log.locator('[data-line="99501"]').getAttribute('data-stream'), 'stderr');
+  assert.equal(await log.locator('.log-line.current').count(), 1);
+  // The rows drawn are text like any other: selected, they read as their lines, numbers aside.
+  const selected = await log.evaluate((el: any) => {
+    const range = document.createRange();
+    range.setStartBefore(el.querySelector('[data-line="99502"] .text'));
+    range.setEndAfter(el.querySelector('[data-line="99504"] .text'));
+    const selection = document.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    return selection.toString();
+  });
+  assert.equal(selected.trim(), ['line 99502 of report', 'line 99503 of report', 'line 99504 of report'].join('\n'));
+  const drawn = await drawnRows(page);
+  t.diagnostic(`rows drawn around line 99500: ${drawn}`);
+  assert.ok(drawn < 1000, `${drawn} rows drawn`);
+  await log.scrollIntoViewIfNeeded();
+  await screenshot(page, 'log-viewer-long');
+  assert.deepEqual(errors, []);
+});
+
+test('search counts matches over every line of a long log; next and previous bring each into view, marked', async () => {
+  await longLogJob();
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/long/jobs/print`);
+  const log = page.getByRole('log');
+  await lineInView(page, LONG);
+  await log.evaluate((el: any) => (el.scrollTop = 0));
+  await lineInView(page, 1);
+  const tools = page.getByRole('toolbar', { name: 'Log tools' });
+  await tools.getByRole('searchbox', { name: 'Search the log' }).fill('NEEDLE');
+  await tools.getByText('1 of 2', { exact: true }).waitFor(WAIT);
+  await lineInView(page, 99_700);
+  assert.equal(await log.locator('.log-line.current').getAttribute('data-line'), '99700');
+  // The second match is far enough below not to be drawn yet.
+  assert.equal(await log.locator('[data-line="99950"]').count(), 0);
+  await page.getByRole('button', { name: 'Next match' }).click();
+  await tools.getByText('2 of 2', { exact: true }).waitFor(WAIT);
+  await lineInView(page, 99_950);
+  assert.equal(await log.locator('.log-line.current').getAttribute('data-line'), '99950');
+  assert.equal(await log.locator('.log-line.current .text').textContent(), 'line 99950 of report: the needle');
+  assert.match((await log.locator('[data-line="99950"]').getAttribute('class')) ?? '', /\bmatch\b/);
+  await page.getByRole('button', { name: 'Previous match' }).click();
+  await tools.getByText('1 of 2', { exact: true }).waitFor(WAIT);
+  await lineInView(page, 99_700);
+  assert.equal(await log.locator('.log-line.current').getAttribute('data-line'), '99700');
+  assert.deepEqual(errors, []);
+});
+
+test('folding a step of a long log hides its lines; the lines after it keep their numbers and places', async () => {
+  await longLogJob();
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/long/jobs/print`);
+  const log = page.getByRole('log');
+  await lineInView(page, LONG);
+  await log.evaluate((el: any) => (el.scrollTop = 0));
+  await lineInView(page, 2);
+  const before = await log.evaluate((el: any) => el.scrollHeight);
+  const row = await log.locator('[data-line="1"]').evaluate((el: any) => el.getBoundingClientRect().height);
+
+  // Step 1 (lines 2 to 50,000) folds away: step 2's heading comes right under step 1's.
+  await log.locator('[data-line="1"]').getByRole('button').click();
+  await log.locator('[data-line="2"]').waitFor({ state: 'detached', ...WAIT });
+  await lineInView(page, 50_001);
+  const top = (n: number) => log.locator(`[data-line="${n}"]`).evaluate((el: any) => el.getBoundingClientRect().top);
+  assert.equal((await top(50_001)) - (await top(1)), row);
+  assert.equal((await top(50_002)) - (await top(50_001)), row);
+  assert.equal(await log.locator('[data-line="50002"] .text').textContent(), 'line 50002 of build');
+  assert.equal(await log.locator('[data-line="50002"] .ln').textContent(), '50002');
+  assert.equal(before - (await log.evaluate((el: any) => el.scrollHeight)), 49_999 * row, 'the folded lines take no room');
+
+  // The end is where it belongs, numbered as before.
+  await log.evaluate((el: any) => (el.scrollTop = el.scrollHeight));
+  await lineInView(page, LONG);
+  assert.equal(await log.locator(`[data-line="${LONG}"] .text`).textContent(), `line ${LONG} of report`);
+
+  // A line in a folded step, searched for, opens the step and is shown.
+  const tools = page.getByRole('toolbar', { name: 'Log tools' });
+  await tools.getByRole('searchbox', { name: 'Search the log' }).fill('line 25000 of');
+  await tools.getByText('1 of 1', { exact: true }).waitFor(WAIT);
+  await lineInView(page, 25_000);
+  assert.equal(await log.locator('.log-line.current').getAttribute('data-line'), '25000');
+  assert.equal(await log.evaluate((el: any) => el.scrollHeight), before, 'every line takes its room again');
+  await log.evaluate((el: any) => (el.scrollTop = 0));
+  assert.equal(await log.locator('[data-line="1"] button').getAttribute('aria-expanded'), 'true');
+  assert.deepEqual(errors, []);
+});
+
+test('following a long live log keeps its newest line in view; scrolled up, new lines are announced below', async (t) => {
+  await stack.api.createWorkflow({ id: 'longtail', jobs: { talk: { run: 'true', labels: ['longtail'] } } });
+  await stack.api.run('longtail');
+  const c = await until(() => stack.api.claim('test-worker', ['longtail']), 'the job to be claimable');
+  sequence = 0;
+  const line = (n: number) => ({ stream: 'stdout', text: `tail line ${n}` });
+  await pushLines(c.lease.lease_id, 1, 30_000, line);
+  const { page, errors } = await stack.newPage();
+  await page.goto(`${stack.url}/#/workflows/longtail/jobs/talk`);
+  const log = page.getByRole('log');
+  await lineInView(page, 30_000);
+  const follow = page.getByLabel('Follow');
+  assert.equal(await follow.isChecked(), true);
+
+  // Lines keep arriving, a chunk at a time: the newest stays in view.
+  for (let n = 30_001; n <= 40_000; n += 1000) await pushLines(c.lease.lease_id, n, n + 999, line);
+  await lineInView(page, 40_000);
+  assert.equal(await log.locator('[data-line="40000"] .text').textContent(), 'tail line 40000');
+  assert.equal(await follow.isChecked(), true);
+  const drawn = await drawnRows(page);
+  t.diagnostic(`rows drawn while following 40000 lines: ${drawn}`);
+  assert.ok(drawn < 1000, `${drawn} rows drawn`);
+
+  // The reader scrolls to the top: following stops; what arrives is announced, not scrolled to.
+  await log.evaluate((el: any) => (el.scrollTop = 0));
+  await until(async () => !(await follow.isChecked()), 'Follow to turn off once the reader scrolled up');
+  await pushLines(c.lease.lease_id, 40_001, 41_000, line);
+  const cue = page.getByRole('button', { name: 'New lines below ↓' });
+  await cue.waitFor(WAIT);
+  await page.getByRole('toolbar', { name: 'Log tools' }).getByText('41000 lines', { exact: true }).waitFor(WAIT);
+  assert.equal(await log.evaluate((el: any) => el.scrollTop), 0, 'the reader stays where they were');
+  await lineInView(page, 1);
+  await cue.click();
+  await lineInView(page, 41_000);
+  assert.equal(await follow.isChecked(), true);
   await cue.waitFor({ state: 'detached', ...WAIT });
   assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   assert.deepEqual(errors, []);

@@ -3,79 +3,20 @@
  * with a match count, timestamps on demand, steps of a `steps:` job as headings that fold, each with
  * its state and time, a raw download (`…/logs?format=text`), and, for the latest run's current
  * attempt, the live tail (`…/logs/stream`) with a Follow switch and a cue when new lines arrive below.
+ * A log of 100,000 lines stays quick: its lines are kept as they arrive (log-lines.ts) and only those
+ * in and near view are drawn (log-window.tsx); the toolbar is log-tools.tsx.
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { AnsiUp } from 'ansi_up';
 import type { JobState } from '../../domain/model.js';
 import type { LogChunkView } from '../../protocol/wire.js';
 import { api, enc } from '../api';
 import { openStream } from '../sse';
 import { duration, useNow } from '../format';
+import { LogModel, Matches, Rows, lineHtml } from '../log-lines';
 import { saveDownload } from './artifacts';
 import { ErrorLine, StateBadge } from './common';
-
-/** One line of the log: its text (for search), its HTML (ANSI colours as spans), where it came from. */
-interface LogLine {
-  key: string;
-  stream: string;
-  html: string;
-  text: string;
-  timestamp_ms: number;
-  /** The step it belongs to (index into `steps`), or -1 before the first step. */
-  step: number;
-  /** This line is the heading of step `step`. */
-  heading: boolean;
-}
-
-interface Step {
-  label: string;
-  title: string;
-  startMs: number;
-}
-
-/** The line a `steps:` job prints before each step (README "Workflow definitions"). */
-const STEP_LINE = /^::step (\d+\/\d+) (.*)$/;
-
-/**
- * OSC 8 hyperlinks (http and https only, ansi_up's default) open in a new tab that cannot reach back
- * to the dashboard (`window.opener`) and is not told where it came from. ansi_up escapes every `<` of
- * the log text, so the only `<a ` in its output are the links it made itself.
- */
-function toHtmlConverter(): (text: string) => string {
-  const au = new AnsiUp();
-  au.use_classes = true;
-  return (text) => au.ansi_to_html(text).replaceAll('<a href="', '<a rel="noopener noreferrer" target="_blank" href="');
-}
-
-const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(\u0007|\u001b\\)/g;
-
-/** Splits chunks into lines, ANSI state kept per stream, `::step` lines turned into step headings. */
-function lineSplitter() {
-  const per: Record<string, (text: string) => string> = {};
-  const steps: Step[] = [];
-  return {
-    steps,
-    split(c: LogChunkView): LogLine[] {
-      const toHtml = (per[c.stream] ??= toHtmlConverter());
-      const out: LogLine[] = [];
-      const parts = c.data.split('\n');
-      // A chunk ending in a newline leaves an empty last part, which is no line.
-      if (parts.length > 1 && parts[parts.length - 1] === '') parts.pop();
-      parts.forEach((raw, i) => {
-        const key = `${c.attempt}:${c.sequence}.${i}`;
-        const m = c.stream === 'stdout' ? STEP_LINE.exec(raw) : null;
-        if (m) {
-          steps.push({ label: m[1]!, title: m[2]!, startMs: c.timestamp_ms });
-          const text = `step ${m[1]}: ${m[2]}`;
-          out.push({ key, stream: 'step', html: toHtml(text), text, timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: true });
-          return;
-        }
-        out.push({ key, stream: c.stream, html: toHtml(raw), text: raw.replace(ANSI, ''), timestamp_ms: c.timestamp_ms, step: steps.length - 1, heading: false });
-      });
-      return out;
-    },
-  };
-}
+import { LogTools } from './log-tools';
+import { LogWindow, centredOn, useViewport } from './log-window';
 
 function clock(ms: number): string {
   const d = new Date(ms);
@@ -100,8 +41,9 @@ export interface LogViewerProps {
 }
 
 export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, line, lineHref }: LogViewerProps) {
-  const [lines, setLines] = useState<LogLine[]>([]);
-  const [steps, setSteps] = useState<Step[]>([]);
+  // The lines are appended to the model in place; `version` redraws once they are.
+  const [model, setModel] = useState(() => new LogModel());
+  const [, setVersion] = useState(0);
   const [note, setNote] = useState<string>('');
   const [error, setError] = useState<unknown>(null);
   const [query, setQuery] = useState('');
@@ -111,32 +53,48 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
   const [unseen, setUnseen] = useState(false);
   const [folded, setFolded] = useState<ReadonlySet<number>>(new Set());
   const box = useRef<HTMLDivElement>(null);
+  const [view, sync] = useViewport(box);
   const followRef = useRef(true);
   followRef.current = follow;
+  // The marked line last brought into view: it is scrolled to once, not again with every chunk, unless
+  // the reader asks for it again (`jumps`: next and previous, which may land on the same match).
+  const shown = useRef<{ model: LogModel; line: number; jump: number } | null>(null);
+  const [jumps, setJumps] = useState(0);
   const now = useNow(live && state === 'running');
 
   useEffect(() => {
-    setLines([]);
-    setSteps([]);
+    let m = new LogModel();
+    const reset = () => {
+      m = new LogModel();
+      setModel(m);
+    };
+    reset();
     setError(null);
     setFolded(new Set());
     setNote(live ? 'connecting…' : 'loading…');
     setFollow(true);
     setUnseen(false);
-    const splitter = lineSplitter();
     // A resumed stream may repeat what was already shown; the keys tell (a set: a long log is not scanned per chunk).
     const seen = new Set<string>();
-    const add = (chunks: LogChunkView[]) => {
-      const fresh = chunks.filter((c) => {
-        const key = `${c.attempt}:${c.sequence}`;
-        if (seen.has(key)) return false;
-        seen.add(key);
-        return true;
+    // One redraw a frame however many chunks arrive in it: a replayed stream is a chunk an event, and
+    // alternating stdout and stderr makes chunks of a line.
+    let frame = 0;
+    const redraw = () => {
+      frame ||= requestAnimationFrame(() => {
+        frame = 0;
+        setVersion((v) => v + 1);
       });
-      const more = fresh.flatMap((c) => splitter.split(c));
-      if (more.length === 0) return;
-      setLines((cur) => [...cur, ...more]);
-      setSteps([...splitter.steps]);
+    };
+    const add = (chunks: LogChunkView[]) => {
+      let added = 0;
+      for (const c of chunks) {
+        const key = `${c.attempt}:${c.sequence}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        added += m.append(c);
+      }
+      if (added === 0) return;
+      redraw();
       if (!followRef.current) setUnseen(true);
     };
     if (!live) {
@@ -150,6 +108,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
         .catch((err) => !gone && setError(err));
       return () => {
         gone = true;
+        cancelAnimationFrame(frame);
       };
     }
     // The attempt this log shows. The stream starts at the newest attempt that has output, which while
@@ -158,9 +117,8 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     const switchTo = (a: number) => {
       attemptNow = a;
       seen.clear();
-      setLines([]);
-      setSteps([]);
-      splitter.steps.length = 0;
+      reset();
+      setFolded(new Set());
       setNote(`attempt ${a + 1} started`);
     };
     const stream = openStream(
@@ -187,29 +145,50 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
       },
       (ev) => ev.event === 'end',
     );
-    return () => stream.close();
+    return () => {
+      stream.close();
+      cancelAnimationFrame(frame);
+    };
   }, [wf, job, run, attempt, live]);
 
-  // Search: the lines holding the text, case aside; `current` walks them.
-  const matches = useMemo(() => {
-    const q = query.trim().toLowerCase();
-    if (q === '') return [];
-    const out: number[] = [];
-    lines.forEach((l, i) => l.text.toLowerCase().includes(q) && out.push(i));
-    return out;
-  }, [lines, query]);
+  const { lines, steps } = model;
+  const count = lines.length;
+  // Search: the lines holding the text, case aside, read once each as they arrive; `current` walks them.
+  const found = useMemo(() => new Matches(query), [query, model]).update(model);
+  const matches = found.lines;
   useEffect(() => setCurrent(0), [query]);
-  const target = matches.length > 0 ? matches[Math.min(current, matches.length - 1)]! : line !== null ? line - 1 : null;
+  const searching = matches.length > 0;
+  const at = Math.min(current, matches.length - 1);
+  const target = searching ? matches[at]! : line !== null ? line - 1 : null;
+  const rows = useMemo(() => new Rows(model, folded), [model, count, folded]);
 
+  // Following: the newest line in view as lines arrive, unless a line is marked.
+  useLayoutEffect(() => {
+    if (target !== null) return;
+    // Nothing marked: the next line marked is scrolled to, even if it is the one marked before.
+    shown.current = null;
+    const el = box.current;
+    if (!el || !follow) return;
+    el.scrollTop = el.scrollHeight;
+    sync();
+  }, [model, count, target, follow]);
+
+  // The marked line (a match, or `&line=N`) in view and centred, once it has arrived; a folded step
+  // holding it opens first.
   useLayoutEffect(() => {
     const el = box.current;
-    if (!el) return;
-    if (target !== null && (matches.length > 0 || line !== null)) {
-      el.querySelector(`[data-line="${target + 1}"]`)?.scrollIntoView({ block: 'center' });
-    } else if (follow) {
-      el.scrollTop = el.scrollHeight;
+    if (!el || target === null || target >= count) return;
+    if (shown.current?.model === model && shown.current.line === target && shown.current.jump === jumps) return;
+    const r = rows.row(target);
+    if (r < 0) {
+      const step = lines[target]!.step;
+      setFolded((cur) => new Set([...cur].filter((s) => s !== step)));
+      return;
     }
-  }, [lines, target, follow]);
+    shown.current = { model, line: target, jump: jumps };
+    el.scrollTop = centredOn(r, el.clientHeight);
+    sync();
+  }, [model, count, target, rows, jumps]);
 
   const toggleStep = (i: number) =>
     setFolded((cur) => {
@@ -227,63 +206,71 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
     return { state, ms: end === null ? null : end - s.startMs };
   };
 
+  const drawRow = (r: number) => {
+    const i = rows.line(r);
+    const l = lines[i]!;
+    const number = (
+      <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
+        {i + 1}
+      </a>
+    );
+    if (l.heading) {
+      const info = stepInfo(l.step);
+      const open = !folded.has(l.step);
+      return (
+        <div key={i} class="log-line chunk step" data-stream="step" data-line={i + 1}>
+          {number}
+          <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
+            {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
+          </button>{' '}
+          <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
+        </div>
+      );
+    }
+    const cls = `log-line chunk ${l.stream}${target === i ? ' current' : ''}${found.has(i) ? ' match' : ''}`;
+    return (
+      <div key={i} class={cls} data-stream={l.stream} data-line={i + 1}>
+        {number}
+        {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
+        <span class="text" dangerouslySetInnerHTML={{ __html: lineHtml(l) }} />
+      </div>
+    );
+  };
+
   const path = `/api/workflows/${enc(wf)}/jobs/${enc(job)}/logs?run=${run}&attempt=${attempt}&format=text`;
-  const searching = matches.length > 0;
-  // Looked up per line drawn: a set, not a scan of the matches for each line.
-  const matched = useMemo(() => new Set(matches), [matches]);
   return (
     <>
       <ErrorLine error={error} />
-      <div class="log-tools" role="toolbar" aria-label="Log tools">
-        <input
-          type="search"
-          placeholder="Search the log"
-          aria-label="Search the log"
-          value={query}
-          onInput={(e) => setQuery(e.currentTarget.value)}
-          onKeyDown={(e) => {
-            if (e.key === 'Enter' && matches.length > 0) setCurrent((c) => (e.shiftKey ? (c - 1 + matches.length) % matches.length : (c + 1) % matches.length));
-          }}
-        />
-        {query.trim() !== '' && (
-          <span class="muted small" aria-live="polite">
-            {matches.length === 0 ? 'no match' : `${Math.min(current, matches.length - 1) + 1} of ${matches.length}`}
-          </span>
-        )}
-        <button type="button" aria-label="Previous match" disabled={!searching} onClick={() => setCurrent((c) => (c - 1 + matches.length) % matches.length)}>
-          ↑
-        </button>
-        <button type="button" aria-label="Next match" disabled={!searching} onClick={() => setCurrent((c) => (c + 1) % matches.length)}>
-          ↓
-        </button>
-        <label>
-          <input type="checkbox" checked={times} onChange={(e) => setTimes(e.currentTarget.checked)} /> Timestamps
-        </label>
-        {live && (
-          <label>
-            <input
-              type="checkbox"
-              checked={follow}
-              onChange={(e) => {
-                setFollow(e.currentTarget.checked);
-                if (e.currentTarget.checked) setUnseen(false);
-              }}
-            />{' '}
-            Follow
-          </label>
-        )}
-        <button type="button" onClick={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}>
-          Download
-        </button>
-      </div>
+      <LogTools
+        query={query}
+        onQuery={setQuery}
+        matches={matches.length}
+        current={at}
+        onStep={(by) => {
+          setCurrent((c) => (c + by + matches.length) % matches.length);
+          setJumps((j) => j + 1);
+        }}
+        times={times}
+        onTimes={setTimes}
+        live={live}
+        follow={follow}
+        onFollow={(on) => {
+          setFollow(on);
+          if (on) setUnseen(false);
+        }}
+        onDownload={() => void saveDownload(path, `${wf}-${job}-run${run}-attempt${attempt + 1}.log`).catch(setError)}
+        lines={count}
+      />
       <div
         ref={box}
         class={`log${times ? ' with-times' : ''}`}
         role="log"
-        aria-live="polite"
+        // Only the following tail is announced: lines drawn as the reader scrolls are not news.
+        aria-live={live && follow ? 'polite' : 'off'}
         aria-label={`Log of ${job}, attempt ${attempt + 1}`}
         tabIndex={0}
         onScroll={(e) => {
+          sync();
           const el = e.currentTarget;
           const atEnd = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
           if (atEnd !== followRef.current && live) {
@@ -292,34 +279,7 @@ export function LogViewer({ wf, job, run, attempt, live, state, finishedAtMs, li
           }
         }}
       >
-        {lines.map((l, i) => {
-          if (l.heading) {
-            const info = stepInfo(l.step);
-            const open = !folded.has(l.step);
-            return (
-              <div key={l.key} class="log-line chunk step" data-stream="step" data-line={i + 1}>
-                <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
-                  {i + 1}
-                </a>
-                <button type="button" class="step-toggle" aria-expanded={open} onClick={() => toggleStep(l.step)}>
-                  {open ? '▾' : '▸'} <span dangerouslySetInnerHTML={{ __html: l.html }} />
-                </button>{' '}
-                <StateBadge state={info.state} /> <span class="muted small">{duration(info.ms)}</span>
-              </div>
-            );
-          }
-          if (l.step >= 0 && folded.has(l.step)) return null;
-          const cls = `log-line chunk ${l.stream}${target === i && (searching || line !== null) ? ' current' : ''}${matched.has(i) ? ' match' : ''}`;
-          return (
-            <div key={l.key} class={cls} data-stream={l.stream} data-line={i + 1}>
-              <a class="ln" href={lineHref(i + 1)} aria-label={`Line ${i + 1}`}>
-                {i + 1}
-              </a>
-              {times && <span class="ts">{clock(l.timestamp_ms)}</span>}
-              <span class="text" dangerouslySetInnerHTML={{ __html: l.html }} />
-            </div>
-          );
-        })}
+        <LogWindow count={rows.count} view={view} widestCh={model.widest + (times ? 13 : 0)} numberCh={Math.max(4, String(count).length)} row={drawRow} />
       </div>
       {unseen && live && (
         <button
