@@ -61,3 +61,9 @@ export function useNow(active = true): number {
   }, [active]);
   return now;
 }
+
+/** When a schedule next starts a run: "next in 13h 02m", its local time in the tooltip (stamp). */
+export function nextFire(ms: number | null | undefined, now: number): string | null {
+  if (ms == null) return null;
+  return ms <= now ? 'next due now' : `next in ${duration(ms - now)}`;
+}

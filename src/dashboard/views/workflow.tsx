@@ -6,7 +6,8 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import type { JobView, RunSummary, StatusDocument } from '../../protocol/wire.js';
 import { api, ApiError, enc, post } from '../api';
 import { openStream } from '../sse';
-import { ago, stamp, useNow } from '../format';
+import { ago, nextFire, stamp, useNow } from '../format';
+import { triggerText } from '../triggers';
 import { go, historyHref, workflowHref, type Route } from '../router';
 import { runDuration } from './history';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
@@ -298,7 +299,8 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         </h1>
         <StateBadge state={runStatus} />
         <span class="muted">
-          {doc.trigger && <>trigger: {doc.trigger} · </>}
+          {doc.trigger && <>trigger: {triggerText(doc.trigger)} · </>}
+          {doc.next_fire_at_ms != null && <span title={stamp(doc.next_fire_at_ms)}>{nextFire(doc.next_fire_at_ms, now)} · </span>}
           {doc.run ? (
             <>
               {`${runHeadline(doc, runStatus, now)} · started `}

@@ -10,7 +10,8 @@ import type { StatusDocument, WorkflowSummary } from '../../protocol/wire.js';
 import { api, ApiError, enc, post } from '../api';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 import { openStream } from '../sse';
-import { ago, useNow } from '../format';
+import { ago, nextFire, stamp, useNow } from '../format';
+import { triggerText } from '../triggers';
 import { go, workflowHref } from '../router';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
 
@@ -207,7 +208,14 @@ export function WorkflowsView({ query }: { query: URLSearchParams }) {
                   <StateBadge state={w.status} />
                 </td>
                 <td class="wide-only">{w.run_number ? <a href={workflowHref(w.id, w.run_number)}>Run {w.run_number}</a> : <span class="muted">never run</span>}</td>
-                <td class="wide-only">{w.trigger || <span class="muted">—</span>}</td>
+                <td class="wide-only trigger">
+                  {w.trigger ? triggerText(w.trigger) : <span class="muted">—</span>}
+                  {w.next_fire_at_ms != null && (
+                    <div class="muted small" title={stamp(w.next_fire_at_ms)}>
+                      {nextFire(w.next_fire_at_ms, now)}
+                    </div>
+                  )}
+                </td>
                 <td class="wide-only">
                   <JobCounts counts={jobCounts(w)} />
                 </td>
