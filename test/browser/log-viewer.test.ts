@@ -269,13 +269,19 @@ test('a line far down a long log opens from its address, drawn, marked and in vi
   assert.deepEqual(errors, []);
 });
 
-test('search counts matches over every line of a long log; next and previous bring each into view, marked', async () => {
+/** The long log's panel, opened (so drawn to its last line) and scrolled back to the top. */
+async function openLongLogAtTop() {
   await longLogJob();
   const { page, errors } = await stack.newPage();
   await page.goto(`${stack.url}/#/workflows/long/jobs/print`);
   const log = page.getByRole('log');
   await lineInView(page, LONG);
   await log.evaluate((el: any) => (el.scrollTop = 0));
+  return { page, errors, log };
+}
+
+test('search counts matches over every line of a long log; next and previous bring each into view, marked', async () => {
+  const { page, errors, log } = await openLongLogAtTop();
   await lineInView(page, 1);
   const tools = page.getByRole('toolbar', { name: 'Log tools' });
   await tools.getByRole('searchbox', { name: 'Search the log' }).fill('NEEDLE');
@@ -298,12 +304,7 @@ test('search counts matches over every line of a long log; next and previous bri
 });
 
 test('folding a step of a long log hides its lines; the lines after it keep their numbers and places', async () => {
-  await longLogJob();
-  const { page, errors } = await stack.newPage();
-  await page.goto(`${stack.url}/#/workflows/long/jobs/print`);
-  const log = page.getByRole('log');
-  await lineInView(page, LONG);
-  await log.evaluate((el: any) => (el.scrollTop = 0));
+  const { page, errors, log } = await openLongLogAtTop();
   await lineInView(page, 2);
   const before = await log.evaluate((el: any) => el.scrollHeight);
   const row = await log.locator('[data-line="1"]').evaluate((el: any) => el.getBoundingClientRect().height);
