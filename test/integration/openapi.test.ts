@@ -233,6 +233,8 @@ test('every example is taken by a live server, and every route answers what the 
   assert.ok(runs.body.length >= 1, runs.text);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: String(runs.body[0].run_number) })).status, 200);
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}', { id, run: '999' })).status, 404);
+  assert.equal((await call('GET /api/workflows/{id}/runs/{run}/definition', { id, run: String(runs.body[0].run_number) })).body.id, id);
+  assert.equal((await call('GET /api/workflows/{id}/runs/{run}/definition', { id, run: '999' })).body.error, 'run_not_found');
   assert.equal((await call('POST /api/workflows/{id}/runs/{run}/rerun', { id, run: '999' }, { only: 'failed' })).body.error, 'run_not_found');
   // README "Approvals": a root that waits for approval at once; each example decides one run's gate.
   assert.equal((await call('POST /api/workflows', {}, { id: 'gated', jobs: { ship: { approval: { message: 'go?' }, run: 'true' } } })).status, 201);
