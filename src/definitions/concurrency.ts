@@ -72,7 +72,7 @@ function readGroup(value: Record<string, unknown>, out: Concurrency, at: At): vo
   }
 }
 
-/** The group's expressions: values only, and only the run's inputs (it is evaluated when a run starts). */
+/** The group's expressions: values only, and only the run's inputs and event (it is evaluated when a run starts). */
 export function checkGroupInputs(group: string | undefined, inputs: ReadonlySet<string>, at: At): void {
   if (group === undefined || !hasExpression(group)) return;
   const parsed = parseTemplate(group);
@@ -81,9 +81,10 @@ export function checkGroupInputs(group: string | undefined, inputs: ReadonlySet<
     return;
   }
   for (const part of parsed.parts) {
-    if (typeof part === 'string' || part.ref.kind === 'literal') continue;
+    // The event a run was started with is known when it starts, as its inputs are (README "Triggers and notifications").
+    if (typeof part === 'string' || part.ref.kind === 'literal' || part.ref.kind === 'event' || part.ref.kind === 'event_name') continue;
     if (part.ref.kind !== 'inputs') {
-      at.issues.add(at.job, `${at.field}.group`, `'${part.text}' cannot be used in a group: only \${{ inputs.<name> }}, known when the run starts`);
+      at.issues.add(at.job, `${at.field}.group`, `'${part.text}' cannot be used in a group: only \${{ inputs.<name> }} and \${{ event.<path> }}, known when the run starts`);
     } else if (!inputs.has(part.ref.key)) {
       at.issues.add(at.job, `${at.field}.group`, `unknown input '${part.ref.key}' (declared: ${[...inputs].join(', ') || 'none'})`);
     }

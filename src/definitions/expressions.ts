@@ -6,18 +6,20 @@
 import { type ExprRef, hasExpression, parseTemplate, substitute } from '../domain/expressions.js';
 import { labelProblem } from '../domain/labels.js';
 import type { JobSpec } from '../domain/model.js';
+import { pathText } from '../domain/triggers.js';
 import type { Issues } from './issues.js';
 
 type Kind = ExprRef['kind'];
 
 /** What every field of a job may reference. */
 const ALLOWED: Record<'name' | 'labels' | 'env' | 'run' | 'group', ReadonlySet<Kind>> = {
-  name: new Set(['matrix', 'inputs', 'item', 'literal']),
+  // The run's event is known when it starts, as its inputs are (README "Triggers and notifications").
+  name: new Set(['matrix', 'inputs', 'item', 'event', 'event_name', 'literal']),
   // A job's concurrency group is fixed when its run starts (README "Concurrency groups").
-  group: new Set(['matrix', 'inputs', 'literal']),
-  labels: new Set(['matrix', 'inputs', 'literal']),
+  group: new Set(['matrix', 'inputs', 'event', 'event_name', 'literal']),
+  labels: new Set(['matrix', 'inputs', 'event', 'event_name', 'literal']),
   // A secret only ever reaches a job through its env, filled in the claim answer (README "Secrets").
-  env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item', 'secrets', 'literal']),
+  env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item', 'secrets', 'event', 'event_name', 'literal']),
   run: new Set(['matrix', 'literal']),
 };
 
@@ -35,6 +37,10 @@ function refText(ref: ExprRef): string {
       return ref.key === null ? 'item' : `item.${ref.key}`;
     case 'secrets':
       return `secrets.${ref.name}`;
+    case 'event':
+      return `event.${pathText(ref.path)}`;
+    case 'event_name':
+      return 'event_name';
     case 'literal':
       return `'${ref.value.replace(/'/g, "''")}'`;
   }
@@ -78,7 +84,7 @@ function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
   if (where === 'run') {
     return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
   }
-  if (where === 'group') return `'\${{ ${text} }}' cannot be used in a concurrency group: only inputs and matrix values, known when the run starts`;
+  if (where === 'group') return `'\${{ ${text} }}' cannot be used in a concurrency group: only inputs, matrix values and the event, known when the run starts`;
   if (ref.kind === 'secrets') return `'\${{ ${text} }}' cannot be used in ${where}: a secret reaches a job only through its env (env: { VALUE: '\${{ ${text} }}' })`;
   return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
 }
@@ -97,6 +103,9 @@ function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string>
       return job.for_each ? null : `'${refText(ref)}' is used but the job has no for_each`;
     case 'secrets':
       // Whether it is set is checked when a run starts: secrets come and go apart from definitions.
+    case 'event':
+    case 'event_name':
+      // Any run may have an event, or none (then '' as in GitHub Actions): nothing to check here.
     case 'literal':
       return null;
   }

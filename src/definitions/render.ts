@@ -5,20 +5,25 @@
  * what runs. Defaults are left out, as a person would write the file; the array form's display fields
  * (docs/protocol.md) are not part of a workflow file and are left out too.
  */
-import type { Backoff, JobSpec, WorkflowDefinition } from '../domain/model.js';
+import type { Backoff, JobSpec, WorkflowDefinition, WorkflowTriggers } from '../domain/model.js';
 
 export type DefinitionDocument = Record<string, unknown> & { id: string; jobs: Record<string, Record<string, unknown>> };
 
 export function definitionDocument(def: WorkflowDefinition): DefinitionDocument {
   const doc: Record<string, unknown> = { id: def.id, name: def.name };
-  if (def.schedules && def.schedules.length > 0) {
-    // The schedules are what acts; other events named beside them live on in the trigger text only.
+  if ((def.schedules && def.schedules.length > 0) || def.triggers) {
+    // The schedules and triggers are what acts; other events named beside them live on in the trigger text only.
     doc.on = {
-      schedule: def.schedules.map((s) => ({
-        cron: s.cron,
-        ...(s.timezone !== null ? { timezone: s.timezone } : {}),
-        ...(s.catch_up !== 'latest' ? { catch_up: s.catch_up } : {}),
-      })),
+      ...(def.schedules && def.schedules.length > 0
+        ? {
+            schedule: def.schedules.map((s) => ({
+              cron: s.cron,
+              ...(s.timezone !== null ? { timezone: s.timezone } : {}),
+              ...(s.catch_up !== 'latest' ? { catch_up: s.catch_up } : {}),
+            })),
+          }
+        : {}),
+      ...triggersDocument(def.triggers ?? {}),
     };
   } else if (def.trigger !== null) {
     doc.on = def.trigger;
@@ -47,6 +52,26 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   // Key order as a file would have it: jobs last. fromEntries: a job may be named `__proto__`.
   return { ...doc, id: def.id, jobs: Object.fromEntries(def.jobs.map((job) => [job.id, jobDocument(job)])) };
+}
+
+/** `on.webhook`, `on.event`, `on.workflow_run` as a file writes them (README "Triggers and notifications"). */
+function triggersDocument(t: WorkflowTriggers): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (t.webhook) {
+    out.webhook = {
+      secret: t.webhook.secret,
+      ...(t.webhook.filters
+        ? { filters: Object.fromEntries(Object.entries(t.webhook.filters).map(([path, values]) => [path, values.length === 1 ? values[0] : [...values]])) }
+        : {}),
+      ...(t.webhook.events ? { events: [...t.webhook.events] } : {}),
+    };
+  }
+  if (t.events) out.event = [...t.events];
+  if (t.workflow_run) {
+    const { workflows, types } = t.workflow_run;
+    out.workflow_run = { workflows: [...workflows], ...(types.length === 1 && types[0] === 'completed' ? {} : { types: [...types] }) };
+  }
+  return out;
 }
 
 function jobDocument(job: JobSpec): Record<string, unknown> {

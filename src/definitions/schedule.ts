@@ -4,18 +4,24 @@
  * keys are events, and only the known ones are accepted.
  */
 import { cronProblem, MAX_SCHEDULES, timezoneProblem } from '../domain/schedule.js';
-import type { Schedule } from '../domain/model.js';
+import type { Schedule, WorkflowTriggers } from '../domain/model.js';
 import type { Issues } from './issues.js';
+import { readTriggers, TRIGGER_KEYS, TRIGGER_NEEDS } from './triggers.js';
 import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
 
-/** The events `on:` may name as keys; only `schedule` starts runs, the others are shown as the trigger. */
-export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule'] as const;
+/**
+ * The events `on:` may name as keys; `schedule` and the keys of triggers.ts start runs, the others are
+ * shown as the trigger.
+ */
+export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule', ...TRIGGER_KEYS] as const;
 const SCHEDULE_KEYS = ['cron', 'timezone', 'catch_up'] as const;
 const CATCH_UP = ['latest', 'none'] as const;
 
 export interface ReadOn {
   trigger: string | null;
   schedules: Schedule[];
+  /** Webhook, events and runs followed (triggers.ts); absent: none. */
+  triggers?: WorkflowTriggers;
 }
 
 export function readOn(value: unknown, issues: Issues): ReadOn {
@@ -24,6 +30,7 @@ export function readOn(value: unknown, issues: Issues): ReadOn {
   const at: At = { issues, job: null, field: 'on' };
   if (typeof value === 'string') {
     if (value.trim() === 'schedule') issues.add(null, 'on', scheduleNeedsTimes);
+    if (Object.hasOwn(TRIGGER_NEEDS, value.trim())) issues.add(null, 'on', TRIGGER_NEEDS[value.trim() as keyof typeof TRIGGER_NEEDS]);
     return { trigger: value.trim() === '' ? null : readString(value, at) ?? null, schedules: [] };
   }
   if (typeof value !== 'number' && typeof value !== 'boolean' && typeof value !== 'object') {
@@ -32,17 +39,28 @@ export function readOn(value: unknown, issues: Issues): ReadOn {
   }
   if (!checkDepth(value, at)) return none;
   let schedules: Schedule[] = [];
+  let triggers: WorkflowTriggers | undefined;
   if (Array.isArray(value)) {
     value.forEach((item, i) => {
       if (item === 'schedule') issues.add(null, `on[${i}]`, scheduleNeedsTimes);
+      if (typeof item === 'string' && Object.hasOwn(TRIGGER_NEEDS, item)) issues.add(null, `on[${i}]`, TRIGGER_NEEDS[item as keyof typeof TRIGGER_NEEDS]);
     });
   } else if (isPlainObject(value)) {
-    checkKeys(value, ON_KEYS, (key, message) => issues.add(null, `on.${key}`, message), { cron: 'schedule', schedules: 'schedule' });
+    checkKeys(value, ON_KEYS, (key, message) => issues.add(null, `on.${key}`, message), {
+      cron: 'schedule',
+      schedules: 'schedule',
+      hook: 'webhook',
+      webhooks: 'webhook',
+      events: 'event',
+      repository_dispatch: 'event',
+    });
     if (Object.hasOwn(value, 'schedule')) schedules = readSchedules(value.schedule, child(at, 'schedule'));
+    triggers = readTriggers(value, at);
   }
   const text = renderCompact(value, true);
-  if (text.includes('\u0000')) return { trigger: readString(text, at) ?? null, schedules };
-  return { trigger: text === '' ? null : text, schedules };
+  const extra = triggers ? { triggers } : {};
+  if (text.includes('\u0000')) return { trigger: readString(text, at) ?? null, schedules, ...extra };
+  return { trigger: text === '' ? null : text, schedules, ...extra };
 }
 
 const scheduleNeedsTimes = "'schedule' needs its times: write on: { schedule: [{ cron: \"0 2 * * *\" }] }";

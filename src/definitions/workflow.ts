@@ -10,7 +10,7 @@ import { checkGroupInputs, readConcurrency } from './concurrency.js';
 import { readInputs } from './inputs.js';
 import { checkInstanceLabels, checkJobExpressions, type ExpressionScope } from './expressions.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
-import { readOn } from './schedule.js';
+import { readOn, type ReadOn } from './schedule.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readPriority, readString } from './values.js';
 
 // The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
@@ -44,7 +44,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
 
   const id = resolveId(doc.id, ids, issues);
   const name = isAbsent(doc.name) ? id : readString(doc.name, { issues, job: null, field: 'name' }, { nonEmpty: true }) ?? id;
-  const on = arrayForm ? { trigger: readTriggerString(doc.trigger, issues), schedules: [] } : readOn(doc.on, issues);
+  const on: ReadOn = arrayForm ? { trigger: readTriggerString(doc.trigger, issues), schedules: [] } : readOn(doc.on, issues);
   const env = readEnv(doc.env, { issues, job: null, field: 'env' });
   const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
   const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
@@ -59,10 +59,18 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
       if (spec.required) issues.add(null, `inputs.${name}`, 'a workflow with on.schedule cannot have a required input: give it a default instead');
     }
   }
+  // So is a run a webhook, an event or another run starts (README "Triggers and notifications").
+  const started = on.triggers ? Object.keys(on.triggers).map((k) => (k === 'events' ? 'event' : k)) : [];
+  if (started.length > 0 && on.schedules.length === 0) {
+    for (const [name, spec] of Object.entries(inputs ?? {})) {
+      if (spec.required) issues.add(null, `inputs.${name}`, `a workflow with on.${started[0]} cannot have a required input: give it a default instead`);
+    }
+  }
 
   issues.throwIfAny();
   const def: WorkflowDefinition = { id, name, trigger: on.trigger, env, jobs };
   if (on.schedules.length > 0) def.schedules = on.schedules;
+  if (on.triggers) def.triggers = on.triggers;
   if (inputs !== undefined && Object.keys(inputs).length > 0) def.inputs = inputs;
   if (concurrency !== undefined) def.concurrency = concurrency;
   // Left out when absent, so that a definition without it keeps its shape and hash.

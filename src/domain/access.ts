@@ -4,12 +4,15 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** `approver` (README "Approvals"): reads, and approves or rejects jobs awaiting approval; nothing else. */
-export const ROLES = ['admin', 'worker', 'read', 'approver'] as const;
+/**
+ * `approver` (README "Approvals"): reads, and approves or rejects jobs awaiting approval; nothing else.
+ * `trigger` (README "Events"): sends named events (POST /api/events/{name}); nothing else, not even reads.
+ */
+export const ROLES = ['admin', 'worker', 'read', 'approver', 'trigger'] as const;
 export type Role = (typeof ROLES)[number];
 
 /** What a route needs: `public` (health checks, the API description), or the roles that may call it. */
-export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'approve' | 'admin';
+export type Access = 'public' | 'read' | 'worker' | 'worker+read' | 'approve' | 'trigger' | 'admin';
 
 /**
  * The worker protocol: everything a worker does with its jobs and nothing else. A worker token can
@@ -32,7 +35,12 @@ const WORKER_ROUTES = new Set([
  * Reads a worker needs besides its own calls: whether its job was cancelled, and the artifacts its
  * job's `download:` names (README "Artifacts").
  */
-const WORKER_READS = new Set(['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name']);
+const WORKER_READS = new Set([
+  'GET /api/jobs/:wf_id/:job_id/cancelled',
+  'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name',
+  // The event payload of its job's run, for a worker that does not take it from the claim answer (README "Webhooks").
+  'GET /api/workflows/:id/runs/:run/event',
+]);
 
 /** Reads only an admin may make: which secrets exist is itself worth hiding from a read token (README "Secrets"). */
 const ADMIN_READS = new Set(['GET /api/secrets']);
@@ -42,11 +50,15 @@ const APPROVE_ROUTES = new Set([
   'POST /api/workflows/:id/runs/:run/jobs/:job/reject',
 ]);
 
+/** Named events (README "Events"): admin or trigger. */
+const TRIGGER_ROUTES = new Set(['POST /api/events/:name']);
+
 /**
  * Answered to anyone: load balancers probe health without credentials, and the dashboard's files
- * (`/`, `/assets/*`) hold no data; the page asks for a token when the API answers 401.
+ * (`/`, `/assets/*`) hold no data; the page asks for a token when the API answers 401. A webhook
+ * delivery carries no token: its body's signature is its credential, checked by its route (README "Webhooks").
  */
-const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*']);
+const PUBLIC_ROUTES = new Set(['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*', 'POST /api/hooks/:id']);
 
 /** The access a route needs; `url` is the route's pattern (`/api/jobs/:lease_id/complete`), not a request's path. */
 export function accessOf(method: string, url: string): Access {
@@ -59,6 +71,7 @@ export function accessOf(method: string, url: string): Access {
   if (WORKER_READS.has(key)) return 'worker+read';
   if (ADMIN_READS.has(key)) return 'admin';
   if (APPROVE_ROUTES.has(key)) return 'approve';
+  if (TRIGGER_ROUTES.has(key)) return 'trigger';
   return key.startsWith('GET ') ? 'read' : 'admin';
 }
 
@@ -74,6 +87,8 @@ export function allows(role: Role, access: Access): boolean {
       return role === 'admin' || role === 'worker';
     case 'approve':
       return role === 'admin' || role === 'approver';
+    case 'trigger':
+      return role === 'admin' || role === 'trigger';
     case 'worker+read':
       return true;
   }

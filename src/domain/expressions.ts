@@ -3,8 +3,9 @@
  * value only, no operators and no functions. A template is split into literal text and references;
  * what a reference may name, and where, is checked by src/definitions/expressions.ts, and each layer
  * that knows a value substitutes it (matrix and inputs when a run is planned, needs when a job is
- * leased, items when a fan-out is expanded).
+ * leased, items when a fan-out is expanded, the event a run was started with when the run starts).
  */
+import { parsePath, PATH_SOURCE, type Path } from './triggers.js';
 
 export type ExprRef =
   | { kind: 'matrix'; key: string }
@@ -13,6 +14,10 @@ export type ExprRef =
   | { kind: 'needs_result'; job: string }
   | { kind: 'item'; key: string | null }
   | { kind: 'secrets'; name: string }
+  /** A value of the event payload the run was started with (README "Triggers and notifications"); '' when absent. */
+  | { kind: 'event'; path: Path }
+  /** The name of that event (`push`, `deployed`, `workflow_run`, …); '' for a run started otherwise. */
+  | { kind: 'event_name' }
   /** `${{ '…' }}`: text as written (`''` is one quote), e.g. `${{ '${{' }}` for a literal opener. */
   | { kind: 'literal'; value: string };
 
@@ -31,10 +36,12 @@ const FORMS: Array<[RegExp, (m: RegExpExecArray) => ExprRef]> = [
   [/^item$/, () => ({ kind: 'item', key: null })],
   [new RegExp(`^item\\.(${KEY})$`), (m) => ({ kind: 'item', key: m[1]! })],
   [new RegExp(`^secrets\\.(${SECRET_NAME_PATTERN})$`), (m) => ({ kind: 'secrets', name: m[1]! })],
+  [new RegExp(`^event\\.(${PATH_SOURCE})$`), (m) => ({ kind: 'event', path: parsePath(m[1]!)! })],
+  [/^event_name$/, () => ({ kind: 'event_name' })],
   [/^'((?:[^']|'')*)'$/, (m) => ({ kind: 'literal', value: m[1]!.replace(/''/g, "'") })],
 ];
 
-export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, '<text>'";
+export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, event.<path>, event_name, '<text>'";
 
 
 export function hasExpression(text: string): boolean {

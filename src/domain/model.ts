@@ -157,6 +157,44 @@ export interface WorkflowDefinition {
   concurrency?: Concurrency;
   /** `priority:` of every job that sets none (README "Priorities"); absent: 0. */
   priority?: number;
+  /**
+   * `on: { webhook, event, workflow_run }` (README "Triggers and notifications"): what starts runs
+   * from outside. Absent when the workflow has none of them, so such a definition hashes as before.
+   */
+  triggers?: WorkflowTriggers;
+}
+
+/** The `on:` keys that start runs from outside (README "Webhooks", "Events", "Runs that follow runs"). */
+export interface WorkflowTriggers {
+  webhook?: WebhookTrigger;
+  /** `on.event`: the names of events (POST /api/events/{name}) that start a run, sorted, unique. */
+  events?: string[];
+  workflow_run?: WorkflowRunTrigger;
+}
+
+/** `on.webhook`: POST /api/hooks/{id} signed with the secret NAME starts a run. */
+export interface WebhookTrigger {
+  /** The weft secret (README "Secrets") the deliveries are signed with: the workflow's own, else a global one. */
+  secret: string;
+  /**
+   * A delivery starts a run only when, at each dot path, the payload holds one of the values (compared
+   * as text); absent: every delivery.
+   */
+  filters?: Record<string, string[]>;
+  /** The `X-GitHub-Event` names that start a run; absent: every one but `ping`. */
+  events?: string[];
+}
+
+/** How a run of a followed workflow ended, as `on.workflow_run.types` names it; `completed` is any end. */
+export const RUN_END_TYPES = ['success', 'failure', 'cancelled', 'completed'] as const;
+export type RunEndType = (typeof RUN_END_TYPES)[number];
+
+/** `on.workflow_run`: a run of one of `workflows` that ends as one of `types` starts a run. */
+export interface WorkflowRunTrigger {
+  /** Workflow ids, sorted, unique. */
+  workflows: string[];
+  /** Sorted, unique; `completed` alone when every end counts. */
+  types: RunEndType[];
 }
 
 /** How many runs of a workflow may be active at once, and what a start does when that many are. */
@@ -175,9 +213,11 @@ export interface Concurrency {
 
 /**
  * What started a run (README "Dashboard"): `manual` a start through the API (the CLI, the dashboard),
- * `schedule` a cron schedule, `rerun` a re-run of an earlier run.
+ * `schedule` a cron schedule, `rerun` a re-run of an earlier run, `webhook` a signed delivery to
+ * POST /api/hooks/{id}, `event` a named event (POST /api/events/{name}), `workflow_run` the end of a
+ * run of another workflow (README "Triggers and notifications").
  */
-export const RUN_TRIGGERS = ['manual', 'schedule', 'rerun'] as const;
+export const RUN_TRIGGERS = ['manual', 'schedule', 'rerun', 'webhook', 'event', 'workflow_run'] as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 
 /** The default: one active run; another start is refused. */

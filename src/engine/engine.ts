@@ -24,7 +24,7 @@ import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { LeaseCalls } from './lease-calls.js';
 import type { RerunScope } from './run-plan.js';
-import { freshRun, rerunOf, type RunStart } from './run-start.js';
+import { freshRun, rerunOf, type Begun, type RunStart, type StartedFrom } from './run-start.js';
 import { DEFAULT_WORKER_RETAIN_MS, DELETE_BATCH } from './retention.js';
 import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
@@ -34,8 +34,9 @@ import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
+import { Triggers } from './triggers.js';
 
-export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
+export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
 export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 
@@ -68,6 +69,8 @@ export class Engine extends EngineReads {
   readonly approvals: Approvals;
   /** Arrivals in concurrency groups of jobs, settled (README "Concurrency groups"). */
   readonly jobGroups: JobGroups;
+  /** Runs started from outside: webhooks, named events (README "Triggers and notifications"). */
+  readonly triggers: Triggers;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -77,6 +80,7 @@ export class Engine extends EngineReads {
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
+    this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: (id, from, check) => this.startFrom(id, from, check) });
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,
@@ -202,19 +206,39 @@ export class Engine extends EngineReads {
   }
 
   private async startRun(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<StatusDocument> {
+    await this.begin(id, plan);
+    return this.status(id);
+  }
+
+  /**
+   * Starts a run of `id` from outside (README "Triggers and notifications"): a webhook, an event or the
+   * end of a followed run, with the inputs' defaults. A delivery key seen before starts nothing and
+   * answers its run with `duplicate`. `check` sees the workflow as the start reads it, and may refuse.
+   */
+  startFrom(id: string, from: StartedFrom, check?: (wf: WorkflowRecord) => void): Promise<Begun> {
+    return this.begin(id, async (_r, wf, now) => {
+      check?.(wf);
+      return freshRun(wf, {}, now, undefined, from);
+    });
+  }
+
+  private async begin(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<Begun> {
     for (let tries = 0; tries < START_RUN_TRIES; tries++) {
       const now = this.now();
       const { wf, start } = await this.store.read(async (r) => {
         const wf = await this.requireWorkflow(r, id);
         return { wf, start: await plan(r, wf, now) };
       });
-      const { jobs, labelSets, inputs, rerun_of, group, trigger } = start;
+      const { jobs, labelSets, inputs, rerun_of, group, trigger, delivery_key } = start;
+      const event = start.event && { name: start.event.name, payload: start.event.text };
       // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
       await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
-      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group, trigger });
+      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group, trigger, event, delivery_key });
       switch (outcome.kind) {
         case 'not_found':
           throw workflowNotFound(id);
+        case 'duplicate':
+          return { run: outcome.run, duplicate: true };
         case 'active': {
           const runs = outcome.run_numbers.map((n) => `#${n}`).join(', ');
           throw new WeftError(
@@ -236,7 +260,7 @@ export class Engine extends EngineReads {
             group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
           );
           await this.queued.afterQueued(id, group !== null, outcome);
-          return this.status(id);
+          return { run: outcome.run, duplicate: false };
         case 'stale':
           continue;
         case 'started':
@@ -247,10 +271,10 @@ export class Engine extends EngineReads {
           // Its jobs that arrived in a concurrency group replace the group's waiting ones before the answer.
           if (jobs.some((j) => j.concurrency_group !== null && j.status === 'queued')) await this.jobGroups.settle().catch(() => undefined);
           this.log.info(
-            { workflow_id: id, run_number: outcome.run.run_number, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
+            { workflow_id: id, run_number: outcome.run.run_number, trigger, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
             rerun_of !== null ? 'run started (re-run)' : 'run started',
           );
-          return this.status(id);
+          return { run: outcome.run, duplicate: false };
       }
     }
     throw new Error(`workflow "${id}" kept changing while its run was being started`);
@@ -338,6 +362,8 @@ export class Engine extends EngineReads {
     if (secrets) await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
     try {
       await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
+      // The payload of the event a run was started with (README "Triggers and notifications").
+      await this.triggers.addToClaims(results);
     } catch (err) {
       // Nobody will run a claim that cannot be answered: hand the leases back rather than let them run out.
       await this.release(results).catch(() => {});

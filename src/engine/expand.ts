@@ -1,7 +1,7 @@
 /**
  * The jobs a run is made of (README "Matrix, fan-out and artifacts"): each plain job of the definition
- * as it is, each matrix job as one instance per combination (`<job>~<index>`), with `${{ matrix.* }}`
- * and `${{ inputs.* }}` substituted and every `needs` on a group turned into its instances. Matrix
+ * as it is, each matrix job as one instance per combination (`<job>~<index>`), with `${{ matrix.* }}`,
+ * `${{ inputs.* }}` and `${{ event.* }}` substituted and every `needs` on a group turned into its instances. Matrix
  * values are all written in the definition, so a run knows its instances from its start.
  */
 import { hasExpression, substitute, type ExprRef } from '../domain/expressions.js';
@@ -11,6 +11,7 @@ import { valueText } from '../domain/expressions.js';
 import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
 import { MAX_GROUP_CHARS } from '../definitions/concurrency.js';
+import { valueAt, type RunEvent } from '../domain/triggers.js';
 
 /** A job of a run before it has a row: a definition job, or one instance of a matrix. */
 export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
@@ -28,7 +29,30 @@ export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
 /** Instance ids of each group, in index order. */
 export type Groups = ReadonlyMap<string, readonly string[]>;
 
-export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<string, string>>): { specs: PlannedSpec[]; groups: Groups } {
+/**
+ * What a run knows when it starts besides its matrix values: its inputs and the event it was started
+ * with (README "Triggers and notifications"; absent: none, and `${{ event.* }}` is ''). Undefined for
+ * the references it does not know, which a later layer fills in.
+ */
+export function runValue(inputs: Readonly<Record<string, string>>, event: RunEvent | null | undefined, ref: ExprRef): unknown {
+  switch (ref.kind) {
+    case 'inputs':
+      return inputs[ref.key] ?? '';
+    case 'event':
+      return event ? (valueAt(event.payload, ref.path) ?? '') : '';
+    case 'event_name':
+      return event?.name ?? '';
+    default:
+      return undefined;
+  }
+}
+
+export function expandJobs(
+  def: WorkflowDefinition,
+  inputs: Readonly<Record<string, string>>,
+  event?: RunEvent | null,
+): { specs: PlannedSpec[]; groups: Groups } {
+  const known = (ref: ExprRef) => runValue(inputs, event, ref);
   const groups = new Map<string, string[]>();
   for (const spec of def.jobs) {
     if (spec.strategy && !spec.for_each) groups.set(spec.id, spec.strategy.combos.map((_, i) => instanceId(spec.id, i)));
@@ -39,9 +63,8 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
     const needs = needsOf(spec);
     if (spec.for_each) {
       // Its instances are made when its need completes; until then it is one row, its group's own.
-      const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
       specs.push({
-        ...plain(spec, resolve, def.id),
+        ...plain(spec, known, def.id),
         needs,
         group_id: spec.id,
         matrix: null,
@@ -52,9 +75,8 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
       continue;
     }
     if (!spec.strategy) {
-      const resolve = (ref: ExprRef) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined);
       specs.push({
-        ...plain(spec, resolve, def.id),
+        ...plain(spec, known, def.id),
         needs,
         group_id: null,
         matrix: null,
@@ -66,8 +88,7 @@ export function expandJobs(def: WorkflowDefinition, inputs: Readonly<Record<stri
     }
     const { combos, fail_fast, max_parallel } = spec.strategy;
     combos.forEach((combo, i) => {
-      const resolve = (ref: ExprRef) =>
-        ref.kind === 'matrix' ? (Object.hasOwn(combo, ref.key) ? combo[ref.key] : '') : ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined;
+      const resolve = (ref: ExprRef) => (ref.kind === 'matrix' ? (Object.hasOwn(combo, ref.key) ? combo[ref.key] : '') : known(ref));
       const base = plain(spec, resolve, def.id);
       const matrixEnv = Object.fromEntries(Object.entries(combo).map(([k, v]) => [matrixEnvName(k), valueText(v)]));
       specs.push({
@@ -122,7 +143,7 @@ function groupName(spec: JobSpec, resolve: (ref: ExprRef) => unknown, workflowId
   if (name === '' || name.length > MAX_GROUP_CHARS) {
     throw new WeftError(
       'invalid_request',
-      `workflow "${workflowId}", job "${spec.id}": concurrency.group '${written}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs; give inputs that name a group`,
+      `workflow "${workflowId}", job "${spec.id}": concurrency.group '${written}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs and event; give inputs that name a group`,
     );
   }
   return name;

@@ -9,6 +9,7 @@ import { labelKey, normalizeLabels } from '../domain/labels.js';
 import type { UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
 import { expandJobs } from './expand.js';
+import { EVENT_NAME_ENV, type RunEvent } from '../domain/triggers.js';
 import { expandFanOut, rewireBelow } from '../store/fan-out.js';
 
 export interface PlanOptions {
@@ -21,6 +22,11 @@ export interface PlanOptions {
   kept?: ReadonlyMap<string, JobRecord>;
   /** The run's priority (README "Priorities"): every job of the run is queued with it; absent: each job's own. */
   priority?: number;
+  /**
+   * The event the run was started with (README "Triggers and notifications"): `${{ event.* }}` is filled
+   * in, and every job gets its name in `WEFT_EVENT_NAME`, which also tells a claim to carry the payload.
+   */
+  event?: RunEvent | null;
 }
 
 /**
@@ -31,10 +37,11 @@ export interface PlanOptions {
  * decides below it.
  */
 export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOptions = {}): { jobs: NewJob[]; labelSets: LabelSet[] } {
-  const { specs } = expandJobs(def, opts.inputs ?? {});
+  const { specs } = expandJobs(def, opts.inputs ?? {}, opts.event);
   const dependents = dependentsOf(specs.map((s) => ({ job_id: s.id, needs: s.needs })));
   // Env values are read for expressions again when a job is leased: an input's is text to that pass.
   const inputEnv = Object.fromEntries(Object.entries(opts.inputs ?? {}).map(([name, value]) => [inputEnvName(name), escapeExpressions(value)]));
+  if (opts.event) inputEnv[EVENT_NAME_ENV] = escapeExpressions(opts.event.name);
   const kept = opts.kept ?? new Map<string, JobRecord>();
   const labelSets = new Map<string, LabelSet>();
   // A for_each job is expanded by the general way of a need's end (propagate), as conditions are; a
@@ -58,7 +65,7 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       job_id: spec.id,
       name: spec.name,
       command: spec.command,
-      // Inputs last: they are the run's own values, whatever the definition's env says.
+      // Inputs (and the event's name) last: they are the run's own values, whatever the definition's env says.
       env: { ...def.env, ...spec.env, ...inputEnv },
       labels,
       label_key: key,

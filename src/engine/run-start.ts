@@ -5,7 +5,8 @@ import { WeftError } from '../protocol/errors.js';
 import type { RunTrigger } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob, RunRecord, StoreReads, WorkflowRecord } from '../store/store.js';
 import { keptJobs, planRun, type RerunScope } from './run-plan.js';
-import { expandJobs } from './expand.js';
+import { expandJobs, runValue } from './expand.js';
+import type { RunEvent } from '../domain/triggers.js';
 
 /** What a run starts with, built from one read of its workflow (and, for a re-run, of the run it repeats). */
 export interface RunStart {
@@ -19,20 +20,42 @@ export interface RunStart {
   group: { name: string; cancel_in_progress: boolean } | null;
   /** What starts it (README "Dashboard"). */
   trigger: RunTrigger;
+  /** The event it is started with (README "Triggers and notifications"), its payload also as the JSON text kept; null: none. */
+  event: StartEvent | null;
+  /** Its delivery key (domain/triggers.ts deliveryKey): a key seen before starts nothing; null: none. */
+  delivery_key: string | null;
+}
+
+/** A run's event: its payload, and that payload as the JSON text the store keeps and claims carry. */
+export interface StartEvent extends RunEvent {
+  text: string;
+}
+
+/** A run a start began (started or queued), or, for a delivery key seen before, the run it began then. */
+export interface Begun {
+  run: RunRecord;
+  duplicate: boolean;
+}
+
+/** How a run started from outside is started (README "Triggers and notifications"). */
+export interface StartedFrom {
+  trigger: RunTrigger;
+  event: StartEvent | null;
+  delivery_key: string | null;
 }
 
 /**
  * The run's concurrency group: the definition's `concurrency.group` with the run's inputs filled in.
  * One that comes out empty or too long is a 400 naming the inputs, as a label made from inputs is.
  */
-export function runGroupOf(wf: WorkflowRecord, inputs: Readonly<Record<string, string>>): RunStart['group'] {
+export function runGroupOf(wf: WorkflowRecord, inputs: Readonly<Record<string, string>>, event: RunEvent | null = null): RunStart['group'] {
   const c = wf.definition.concurrency;
   if (c?.group === undefined) return null;
-  const name = substitute(c.group, (ref) => (ref.kind === 'inputs' ? (inputs[ref.key] ?? '') : undefined)).trim();
+  const name = substitute(c.group, (ref) => runValue(inputs, event, ref)).trim();
   if (name === '' || name.length > MAX_GROUP_CHARS) {
     throw new WeftError(
       'invalid_request',
-      `workflow "${wf.id}": concurrency.group '${c.group}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs; give inputs that name a group`,
+      `workflow "${wf.id}": concurrency.group '${c.group}' becomes ${name === '' ? 'empty' : `${name.length} characters (at most ${MAX_GROUP_CHARS})`} with this run's inputs and event; give inputs that name a group`,
     );
   }
   return { name, cancel_in_progress: c.cancel_in_progress === true };
@@ -42,10 +65,16 @@ export function runGroupOf(wf: WorkflowRecord, inputs: Readonly<Record<string, s
  * A fresh run: the given inputs over the declared defaults; unknown or missing required ones are a 400.
  * `priority`: the run's own (README "Priorities"); absent: each job's.
  */
-export function freshRun(wf: WorkflowRecord, given: Readonly<Record<string, string>>, nowMs: number, priority?: number): RunStart {
+export function freshRun(
+  wf: WorkflowRecord,
+  given: Readonly<Record<string, string>>,
+  nowMs: number,
+  priority?: number,
+  from: StartedFrom = { trigger: 'manual', event: null, delivery_key: null },
+): RunStart {
   const inputs = checkedInputs(wf, given);
-  const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs, priority });
-  return { jobs, labelSets, inputs, rerun_of: null, kept: [], group: runGroupOf(wf, inputs), trigger: 'manual' };
+  const { jobs, labelSets } = planRun(wf.definition, nowMs, { inputs, priority, event: from.event });
+  return { jobs, labelSets, inputs, rerun_of: null, kept: [], group: runGroupOf(wf, inputs, from.event), ...from };
 }
 
 /**
@@ -69,6 +98,8 @@ export async function rerunOf(
     throw new WeftError('invalid_request', `body.from: workflow "${wf.id}" has no job "${scope.from}" (jobs: ${def.jobs.map((j) => j.id).join(', ')})`);
   }
   const inputs = checkedInputs(wf, carriedInputs(wf, run));
+  // A re-run of a run started by an event sees the same event, as GitHub re-runs with the same payload.
+  const event = await carriedEvent(r, run);
   const previous: JobRecord[] = await r.getRunJobs(wf.id, runNumber);
   const kept = keptJobs(def, previous, scope);
   if (kept.size === expandJobs(def, {}).specs.length) {
@@ -78,8 +109,25 @@ export async function rerunOf(
       { run_number: runNumber },
     );
   }
-  const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept, priority });
-  return { jobs, labelSets, inputs, rerun_of: runNumber, kept: [...kept.keys()], group: runGroupOf(wf, inputs), trigger: 'rerun' };
+  const { jobs, labelSets } = planRun(def, nowMs, { inputs, kept, priority, event });
+  return {
+    jobs,
+    labelSets,
+    inputs,
+    rerun_of: runNumber,
+    kept: [...kept.keys()],
+    group: runGroupOf(wf, inputs, event),
+    trigger: 'rerun',
+    event,
+    delivery_key: null,
+  };
+}
+
+/** The event run n was started with, as a re-run starts with it again; null: none. */
+async function carriedEvent(r: StoreReads, run: RunRecord): Promise<StartEvent | null> {
+  if (run.event_name === null) return null;
+  const text = await r.getRunEvent(run.workflow_id, run.run_number);
+  return text === null ? null : { name: run.event_name, payload: JSON.parse(text) as unknown, text };
 }
 
 /** Run n's values of the inputs the definition still declares: an input removed since is dropped. */

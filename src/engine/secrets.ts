@@ -151,6 +151,21 @@ export class Secrets {
     return { opened, failed };
   }
 
+  /**
+   * The value of secret `name` for workflow `workflowId` (its own, else the global one), for the server's
+   * own use: a webhook's signing key (README "Webhooks"). Null when it is not set or cannot be opened
+   * (no key, or another key), with the reason in `why`; never thrown, since the caller answers one way.
+   */
+  async valueFor(workflowId: string, name: string): Promise<{ value: string } | { value: null; why: string }> {
+    try {
+      return { value: (await this.openFor(workflowId, [name])).get(name)! };
+    } catch (err) {
+      if (!(err instanceof WeftError || err instanceof SecretKeyError)) throw err;
+      const missing = err instanceof WeftError && err.code === 'secret_missing';
+      return { value: null, why: missing ? `secret ${name} is not set (for workflow "${workflowId}" or every workflow): set it with \`weft secret set ${name}\`` : err.message };
+    }
+  }
+
   /** What to hide for `leaseId` when this server remembers it, else undefined (then ask masksOf). */
   knownMasks(leaseId: string): readonly string[] | undefined {
     return this.masks.get(leaseId);

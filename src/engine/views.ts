@@ -92,6 +92,7 @@ function runView(run: RunRecord): RunView {
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
     trigger: run.trigger,
     definition_hash: run.definition_hash,
+    event_name: run.event_name,
   };
 }
 
@@ -160,6 +161,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     rerun_of: run.rerun_of,
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
     trigger: run.trigger,
+    event_name: run.event_name,
   }));
 }
 

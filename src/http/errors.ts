@@ -42,7 +42,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (status === 413) {
       return reply
         .code(413)
-        .send({ error: 'payload_too_large', message: `request body is larger than the ${app.initialConfig.bodyLimit} byte limit` } satisfies ErrorBody);
+        // A route may take less than the server's limit (a webhook: README "Webhooks").
+        .send({ error: 'payload_too_large', message: `request body is larger than the ${req.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit} byte limit` } satisfies ErrorBody);
     }
     if (status >= 400 && status < 500) {
       return reply.code(status).send({ error: codeFor(fe), message: fe.message } satisfies ErrorBody);

@@ -23,11 +23,17 @@ export const ERROR_CODES = {
   forbidden_host: { status: 421, meaning: 'the Host header names a host this server does not answer to (DNS rebinding defence); see ALLOWED_HOSTS' },
   token_scope: { status: 403, meaning: 'the token is limited to some worker ids or labels (its tokens-file line), and this call goes beyond them' },
   lease_not_yours: { status: 403, meaning: 'the lease was claimed with another token; only that token may use it' },
+  // README "Webhooks": one answer for every refusal, so that an unsigned caller learns nothing of which workflows exist.
+  invalid_signature: {
+    status: 401,
+    meaning: 'X-Hub-Signature-256 is missing or is not the HMAC-SHA256 of the body under the hook\'s secret, or no workflow here takes webhook deliveries under that id',
+  },
   // 404: the thing named in the path does not exist.
   not_found: { status: 404, meaning: 'no such route' },
   workflow_not_found: { status: 404, meaning: 'no workflow with that id' },
   job_not_found: { status: 404, meaning: 'the workflow has no job with that id' },
   run_not_found: { status: 404, meaning: 'the workflow has no run with that number' },
+  event_not_found: { status: 404, meaning: 'the run was started without an event (manually, by a schedule)' },
   definition_not_recorded: { status: 404, meaning: 'the run started before weft kept the definition each run used; only the current definition is known' },
   secret_not_found: { status: 404, meaning: 'no secret of that name in that scope (global, or the workflow given)' },
   artifact_not_found: { status: 404, meaning: "the run's job has no artifact of that name (only a successful attempt's artifacts exist)" },

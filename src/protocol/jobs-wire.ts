@@ -55,6 +55,9 @@ export const ClaimedJob = Type.Object({
   // README "Secrets": only on jobs whose env names secrets, and only in this answer.
   /** The secret values in `env`: the worker hides each (and its base64 forms) in the logs, outputs and errors it sends. */
   mask: Type.Optional(Type.Array(Type.String())),
+  // README "Triggers and notifications": only on jobs of a run started with an event.
+  /** The event payload the run was started with (any JSON); `weft worker` writes it to the file named in WEFT_EVENT_PATH. */
+  event: Type.Optional(Type.Unknown({ description: "the payload of the event the run was started with; its name is in env's WEFT_EVENT_NAME" })),
 });
 export type ClaimedJob = Static<typeof ClaimedJob>;
 

@@ -22,6 +22,7 @@ export const RunSummary = Type.Object({
   rerun_of: nullable(Type.Integer(), { description: 'the run this one re-runs; null for a run started afresh' }),
   concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one)" })),
   trigger: RunTriggerSchema,
+  event_name: nullable(Type.String(), { description: 'the name of the event the run was started with; null: none' }),
 });
 export type RunSummary = Static<typeof RunSummary>;
 

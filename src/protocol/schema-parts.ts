@@ -31,7 +31,8 @@ export function nullable<S extends TSchema & { type: string }>(schema: S, option
 export const RunTriggerSchema = Type.Unsafe<RunTrigger | null>({
   type: ['string', 'null'],
   enum: [...RUN_TRIGGERS, null],
-  description: 'what started the run: manual (the API, CLI or dashboard), schedule or rerun; null for a run from before weft recorded it',
+  description:
+    'what started the run: manual (the API, CLI or dashboard), schedule, rerun, webhook, event or workflow_run; null for a run from before weft recorded it',
 });
 
 /** Ids in paths and bodies (workflow, job and lease ids). */

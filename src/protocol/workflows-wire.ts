@@ -129,6 +129,8 @@ const runViewProperties = {
   trigger: RunTriggerSchema,
   /** The hash of the definition the run used (GET …/runs/{n}/definition); null for a run from before weft kept it. */
   definition_hash: nullable(Type.String(), { description: 'the hash of the definition the run used (GET …/runs/{n}/definition answers it); null for a run from before weft kept it' }),
+  /** README "Triggers and notifications": the event the run was started with. */
+  event_name: nullable(Type.String(), { description: 'the name of the event the run was started with (GET …/runs/{n}/event answers its payload); null: none' }),
 };
 export const RunView = Type.Object(runViewProperties);
 export type RunView = Static<typeof RunView>;

@@ -1,7 +1,7 @@
 /**
  * The tokens a server accepts (README "Access tokens"): WEFT_TOKENS_FILE, a file of
  * `name role sha256:<hex> [labels=…] [workers=…]` lines, and/or WEFT_ADMIN_TOKEN / WEFT_WORKER_TOKEN /
- * WEFT_READ_TOKEN / WEFT_APPROVER_TOKEN. Read once at start; a malformed line or a missing file stops the process naming
+ * WEFT_READ_TOKEN / WEFT_APPROVER_TOKEN / WEFT_TRIGGER_TOKEN. Read once at start; a malformed line or a missing file stops the process naming
  * the file, line and column, never what is written there (a token pasted in the wrong place would
  * otherwise end up in the process's output and its logs).
  */
@@ -20,6 +20,7 @@ const ENV_TOKENS: ReadonlyArray<{ variable: string; role: Role }> = [
   { variable: 'WEFT_WORKER_TOKEN', role: 'worker' },
   { variable: 'WEFT_READ_TOKEN', role: 'read' },
   { variable: 'WEFT_APPROVER_TOKEN', role: 'approver' },
+  { variable: 'WEFT_TRIGGER_TOKEN', role: 'trigger' },
 ];
 
 export function loadTokens(env: Env): TokenEntry[] {

@@ -64,7 +64,9 @@ export type StartRunOutcome =
   /** Every slot is taken (by default: a run is running) and `when_full` is `reject`. */
   | { kind: 'active'; run_number: number; run_numbers: number[] }
   /** The definition changed since the caller read it (its hash differs): read again and retry. */
-  | { kind: 'stale' };
+  | { kind: 'stale' }
+  /** `delivery_key` was seen before for the workflow: the run it started; nothing changed. */
+  | { kind: 'duplicate'; run: RunRecord };
 
 export type CancelRunOutcome =
   /** `run_number`: the newest run cancelled; `runs`: every run cancelled, oldest first; `jobs`: their jobs cancelled. */
@@ -201,6 +203,16 @@ export interface StartRunRequest {
   group?: { name: string; cancel_in_progress: boolean } | null;
   /** What started the run, recorded on it; absent: not said. */
   trigger?: RunTrigger;
+  /**
+   * The event the run is started with (README "Triggers and notifications"): its name on the run row,
+   * its payload (JSON text) kept beside it; absent: none.
+   */
+  event?: { name: string; payload: string } | null;
+  /**
+   * A delivery key (domain/triggers.ts deliveryKey): recorded with the run in the same transaction; a
+   * key the workflow has seen before answers `duplicate` with its run, and nothing starts.
+   */
+  delivery_key?: string | null;
 }
 
 /**

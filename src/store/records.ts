@@ -42,6 +42,11 @@ export interface RunRecord {
   /** The hash of the definition it was planned from (StoreReads.getRunDefinition); null for a run from before. */
   definition_hash: string | null;
   /**
+   * The name of the event it was started with (README "Triggers and notifications": `push`, `deployed`,
+   * `workflow_run`, …); null: none. Its payload is read apart (StoreReads.getRunEvent).
+   */
+  event_name: string | null;
+  /**
    * A `queued` run's jobs as they will be inserted when a slot frees (README "How a run works"); absent
    * for every other run, whose jobs are rows.
    */

@@ -140,6 +140,7 @@ export function toRun(r: Row): RunRecord {
     concurrency_group: (r.concurrency_group as string | null | undefined) ?? null,
     trigger: (r.trigger as RunTrigger | null | undefined) ?? null,
     definition_hash: (r.definition_hash as string | null | undefined) ?? null,
+    event_name: (r.event_name as string | null | undefined) ?? null,
     ...(r.status === 'queued' && typeof r.plan === 'string' ? { plan: JSON.parse(r.plan) as NewJob[] } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import type { IncomingLogChunk, Outputs, WorkflowDefinition } from '../domain/model.js';
+import type { TriggerKind } from '../domain/triggers.js';
 import type {
   ActiveJobCount,
   JobGroupHolder,
@@ -107,6 +108,13 @@ export interface StoreReads extends ArtifactReads, SecretReads {
   activeRuns(workflowId: string): Promise<RunRecord[]>;
   /** Ids of workflows that have a queued run, at most `limit`, through runs_queued. */
   queuedWorkflows(limit: number): Promise<string[]>;
+  /** The payload (JSON text) of the event run n was started with; null: none (README "Triggers and notifications"). */
+  getRunEvent(workflowId: string, runNumber: number): Promise<string | null>;
+  /**
+   * The ids of the workflows listening for a named event (`event`, key: its name) or following a
+   * workflow's runs (`workflow_run`, key: its id), sorted: one primary-key range of workflow_triggers.
+   */
+  listeners(kind: TriggerKind, key: string): Promise<string[]>;
 }
 
 /**
@@ -127,7 +135,10 @@ export interface Store extends ArtifactWrites, SecretWrites {
   read<T>(fn: (reads: StoreReads) => Promise<T>): Promise<T>;
 
   // workflows
-  /** Inserts a new workflow; `exists` when the id is taken (nothing changes). */
+  /**
+   * Inserts a new workflow; `exists` when the id is taken (nothing changes). With it, the listener
+   * rows of its definition (domain/triggers.ts triggerRows), as saveWorkflow keeps them in step.
+   */
   createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'>;
   /**
    * Creates the workflow, or replaces its definition in place (run history stays) when its hash or

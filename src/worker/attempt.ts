@@ -9,6 +9,7 @@ import { chownTree, fetchDownloads, makeAttemptDir, removeAttemptDir, uploadMatc
 import type { JobRun } from './job-run.js';
 import { errorText, isRetryable, normalizeOutputs, truncateError, type Outcome } from './outcome.js';
 import type { JobHandler } from './worker-api.js';
+import { withEventFile } from './event-file.js';
 
 export interface AttemptPlace {
   client: Pick<WorkflowClient, 'uploadArtifact' | 'downloadArtifactPath'>;
@@ -20,10 +21,14 @@ export interface AttemptPlace {
 
 export async function runAttempt(run: JobRun, place: AttemptPlace, handler: JobHandler): Promise<Outcome> {
   let dir: string | null = null;
+  let removeEvent = async () => {};
   let stage = 'preparing its working directory';
   try {
     if (run.abandoned) throw run.controller.signal.reason;
     dir = await makeAttemptDir(place.workRoot, run.job, place.owner);
+    stage = "writing its run's event to a file";
+    const event = await withEventFile(run.job, dir, place.owner);
+    removeEvent = event.remove;
     const signal = run.controller.signal;
     if (run.job.downloads && run.job.downloads.length > 0) {
       stage = 'downloading the artifacts of its needs';
@@ -32,7 +37,7 @@ export async function runAttempt(run: JobRun, place: AttemptPlace, handler: JobH
       run.log.info({ artifacts: run.job.downloads.length }, "downloaded the artifacts of the job's needs");
     }
     stage = '';
-    const returned = await handler(run.job, run.context(dir));
+    const returned = await handler(event.job, run.context(dir));
     const outputs = { ...run.outputs, ...normalizeOutputs(returned) };
     if (run.job.artifacts && run.job.artifacts.length > 0 && !run.abandoned) {
       stage = 'uploading its artifacts';
@@ -53,5 +58,6 @@ export async function runAttempt(run: JobRun, place: AttemptPlace, handler: JobH
     // Removed behind the result rather than before it: a large tree takes a while to delete, and the
     // report (with the next claim it carries) should not wait for that.
     if (dir !== null) void removeAttemptDir(dir).catch((err: unknown) => run.log.warn({ err: errorText(err), dir }, "could not remove the attempt's directory"));
+    void removeEvent().catch((err: unknown) => run.log.warn({ err: errorText(err) }, "could not remove the file of the run's event"));
   }
 }

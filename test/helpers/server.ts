@@ -197,6 +197,7 @@ export function makeSandbox(prefix = 'weft-proc-'): Sandbox {
       WEFT_WORKER_TOKEN: undefined,
       WEFT_READ_TOKEN: undefined,
       WEFT_APPROVER_TOKEN: undefined,
+      WEFT_TRIGGER_TOKEN: undefined,
       WEFT_TOKEN: undefined,
       WEFT_SECRET_KEY: undefined,
       WEFT_SECRET_KEY_FILE: undefined,

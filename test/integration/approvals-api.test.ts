@@ -17,6 +17,7 @@ const TOKENS: Record<Role, string> = {
   worker: 'worker-token-0123456789abcdef',
   read: 'read-token-0123456789abcdef',
   approver: 'approver-token-0123456789abcdef',
+  trigger: 'trigger-token-0123456789abcdef',
 };
 const entries = (): TokenEntry[] => (Object.keys(TOKENS) as Role[]).map((role) => ({ name: `${role}-1`, role, hash: parseTokenHash(hashToken(TOKENS[role]))! }));
 const bearer = (role: Role) => ({ authorization: `Bearer ${TOKENS[role]}` });

@@ -21,6 +21,7 @@ const TOKENS: Record<Role, string> = {
   worker: 'worker-token-0123456789abcdef',
   read: 'read-token-0123456789abcdef',
   approver: 'approver-token-0123456789abcdef',
+  trigger: 'trigger-token-0123456789abcdef',
 };
 
 function entries(): TokenEntry[] {
@@ -43,18 +44,26 @@ const WORKER_ONLY = [
   'POST /api/jobs/:lease_id/logs',
   'PUT /api/jobs/:lease_id/artifacts/:name',
 ];
-const WORKER_AND_READ = ['GET /api/jobs/:wf_id/:job_id/cancelled', 'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name'];
+const WORKER_AND_READ = [
+  'GET /api/jobs/:wf_id/:job_id/cancelled',
+  'GET /api/workflows/:wf_id/runs/:run/artifacts/:job_id/:name',
+  'GET /api/workflows/:id/runs/:run/event',
+];
 /** Reads an admin alone may make (README "Secrets": which secrets exist is not for read tokens). */
 const ADMIN_READS = ['GET /api/secrets'];
 /** README "Approvals": the two routes an approver token may call besides every read. */
 const APPROVE = ['POST /api/workflows/:id/runs/:run/jobs/:job/approve', 'POST /api/workflows/:id/runs/:run/jobs/:job/reject'];
-const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*'];
+/** README "Events": the route a trigger token may call, and nothing else. */
+const TRIGGER = ['POST /api/events/:name'];
+/** README "Webhooks": a delivery needs no token; its signature is checked by the route (401 invalid_signature). */
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /api/openapi.json', 'GET /', 'GET /assets/*', 'POST /api/hooks/:id'];
 
 function expectedRoles(method: string, url: string): Role[] | 'anyone' {
   const key = `${method === 'HEAD' ? 'GET' : method} ${url}`;
   if (PUBLIC.includes(key)) return 'anyone';
   if (WORKER_ONLY.includes(key)) return ['admin', 'worker'];
   if (WORKER_AND_READ.includes(key)) return ['admin', 'worker', 'read', 'approver'];
+  if (TRIGGER.includes(key)) return ['admin', 'trigger'];
   if (ADMIN_READS.includes(key)) return ['admin'];
   if (APPROVE.includes(key)) return ['admin', 'approver'];
   return method === 'GET' || method === 'HEAD' ? ['admin', 'read', 'approver'] : ['admin'];
@@ -105,7 +114,9 @@ test('every route answers every caller as its role allows: 401 without a known t
       const r = await statusOf(route.method, url, caller.headers);
       checked++;
       if (allowed === 'anyone' || (caller.role !== null && allowed.includes(caller.role))) {
-        assert.ok(r.status !== 401 && r.status !== 403, `${what}: allowed, answered ${r.status} ${JSON.stringify(r.body)}`);
+        // A webhook's own refusal of an unsigned body is a 401 too, but never the token's `unauthorized`.
+        const refusedByToken = r.status === 403 || (r.status === 401 && r.body?.error !== 'invalid_signature');
+        assert.ok(!refusedByToken, `${what}: allowed, answered ${r.status} ${JSON.stringify(r.body)}`);
       } else if (caller.role === null) {
         assert.equal(r.status, 401, `${what}: ${JSON.stringify(r.body)}`);
         if (route.method !== 'HEAD') assert.equal(r.body?.error, 'unauthorized', what);

@@ -139,7 +139,7 @@ export function runCases(withStore: Case): void {
     const out = await store.startRun({ workflow_id: 'w', expected_hash: HASH, jobs, label_sets: labelSetsOf(jobs), now_ms: 5000 });
     assert.deepEqual(out, {
       kind: 'started',
-      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null, inputs: {}, rerun_of: null, concurrency_group: null, trigger: null, definition_hash: HASH },
+      run: { workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 5000, finished_at_ms: null, inputs: {}, rerun_of: null, concurrency_group: null, trigger: null, definition_hash: HASH, event_name: null },
       changes: ['build', 'lint', 'test', 'deploy'].map((id) => change('w', id)),
     });
     const rows = await read(store, (r) => r.getRunJobs('w', 1));
@@ -261,7 +261,7 @@ export function runCases(withStore: Case): void {
     assert.equal(one.kind, 'started');
     assert.deepEqual(await read(store, (r) => r.getRun('w', 1)), {
       workflow_id: 'w', run_number: 1, status: 'running', created_at_ms: 1000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: null, concurrency_group: null,
-      trigger: null, definition_hash: HASH,
+      trigger: null, definition_hash: HASH, event_name: null,
     });
     const a = await claimOne(store, 1100, 'a');
     await complete(store, a.lease.lease_id, { k: 'v' }, 1200);
@@ -287,7 +287,7 @@ export function runCases(withStore: Case): void {
     const run2 = await read(store, (r) => r.getRun('w', 2));
     assert.deepEqual(run2, {
       workflow_id: 'w', run_number: 2, status: 'running', created_at_ms: 2000, finished_at_ms: null, inputs: { x: '1' }, rerun_of: 1, concurrency_group: null,
-      trigger: 'rerun', definition_hash: HASH,
+      trigger: 'rerun', definition_hash: HASH, event_name: null,
     });
     assert.deepEqual((await read(store, (r) => r.listRuns('w', 10, 0))).map((r) => [r.run_number, r.rerun_of, r.inputs]), [[2, 1, { x: '1' }], [1, null, { x: '1' }]]);
     const kept = await job(store, 'w', 'a', 2);

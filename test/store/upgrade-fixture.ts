@@ -72,7 +72,7 @@ export async function assertUpgradeCarriesOn(store: Store): Promise<void> {
   await complete(store, q.lease.lease_id, {}, 4000);
   assert.deepEqual(await store.read((r) => r.getRun('bad', 1)), {
     workflow_id: 'bad', run_number: 1, status: 'failed', created_at_ms: 1000, finished_at_ms: 4000, inputs: {}, rerun_of: null, concurrency_group: null,
-    trigger: null, definition_hash: null,
+    trigger: null, definition_hash: null, event_name: null,
   });
   await labelSetsCarryOn(store);
 }

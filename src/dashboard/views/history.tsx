@@ -8,6 +8,7 @@ import type { RunSummary } from '../../protocol/wire.js';
 import { api, enc } from '../api';
 import { ago, duration, stamp, useNow } from '../format';
 import { historyHref, workflowHref } from '../router';
+import { runTriggerText } from '../triggers';
 import { ErrorLine, JobCounts, StateBadge } from './common';
 
 const PAGE = 50;
@@ -71,7 +72,7 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
                 <td>
                   <StateBadge state={r.status} />
                 </td>
-                <td class="trigger">{r.trigger ? TRIGGER_TEXT[r.trigger] : <span class="muted" title="started before weft recorded what started runs">—</span>}</td>
+                <td class="trigger">{r.trigger ? runTriggerText(r.trigger, r.event_name) : <span class="muted" title="started before weft recorded what started runs">—</span>}</td>
                 <td title={stamp(r.created_at_ms)}>{ago(r.created_at_ms, now)}</td>
                 <td class="duration">{runDuration(r, now)}</td>
                 <td>
@@ -92,11 +93,7 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
 }
 
 /** What started a run, as the runs table says it (README "Dashboard"). */
-export const TRIGGER_TEXT: Record<NonNullable<RunSummary['trigger']>, string> = {
-  manual: 'manual',
-  schedule: 'schedule',
-  rerun: 're-run',
-};
+export { TRIGGER_TEXT } from '../triggers';
 
 /** How long the run took, or has been running ("running 12s"); a queued run has not started. */
 export function runDuration(r: { status: string; created_at_ms: number; finished_at_ms: number | null }, now: number): string {

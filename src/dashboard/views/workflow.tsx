@@ -7,7 +7,7 @@ import type { JobView, RunSummary, StatusDocument } from '../../protocol/wire.js
 import { api, ApiError, enc, post } from '../api';
 import { openStream } from '../sse';
 import { ago, nextFire, stamp, useNow } from '../format';
-import { triggerText } from '../triggers';
+import { runTriggerText, triggerText } from '../triggers';
 import { go, historyHref, workflowHref, type Route } from '../router';
 import { runDuration } from './history';
 import { countStates, ErrorLine, JobCounts, StateBadge } from './common';
@@ -19,6 +19,7 @@ import { GroupPanel } from './group-panel';
 import { graphNodes } from '../groups';
 import { Artifacts } from './artifacts';
 import { Definition } from './definition';
+import { RunEvent } from './run-event';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
 
 type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
@@ -309,6 +310,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           ) : (
             'never run'
           )}
+          {doc.run?.trigger && doc.run.trigger !== 'manual' && doc.run.trigger !== 'rerun' && <> · by {runTriggerText(doc.run.trigger, doc.run.event_name)}</>}
           {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
           {doc.run && !doc.run.concurrency_group && runStatus === 'queued' && (
             <span class="run-group"> · waiting for a free slot: every run concurrency.max_runs allows is running</span>
@@ -406,6 +408,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
         </a>
       </div>
       <ErrorLine error={error} />
+      {doc.run?.event_name && doc.run_number !== null && !definition && <RunEvent key={doc.run_number} wf={id} run={doc.run_number} name={doc.run.event_name} />}
       {asking && <RunInputsForm id={id} inputs={asking} onDone={started} onCancel={() => setAsking(null)} />}
       <div class={`wf-body${job || group ? ' with-panel' : ''}`}>
         {definition ? (

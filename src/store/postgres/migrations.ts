@@ -403,6 +403,44 @@ CREATE TABLE run_definitions (
 );
 `,
   },
+  {
+    version: 21,
+    name: 'runs started from outside: the event of a run, its delivery key, the listener index',
+    // README "Triggers and notifications". runs.event_name: the event a run was started with (NULL: none);
+    // its payload, up to 1 MiB, is in run_events apart from the run row, which every run read selects whole.
+    // run_deliveries: a delivery key (webhook/<id>, event/<name>/<id>, workflow_run/<workflow>/<n>)
+    // inserted in the very transaction that starts the run, under the workflow row's lock, so that a
+    // delivery seen twice, on one server or several, starts one run. workflow_triggers: who listens for
+    // a named event and who follows a workflow's runs, kept in step with each saved definition, so a
+    // listener is found by its key and no definition is parsed per event. All three go with their run or
+    // workflow by ON DELETE CASCADE, so retention and deleting a workflow need no statement of their own.
+    sql: `
+ALTER TABLE runs ADD COLUMN event_name TEXT;
+CREATE TABLE run_events (
+  workflow_id TEXT NOT NULL,
+  run_number  INTEGER NOT NULL,
+  payload     TEXT NOT NULL,
+  PRIMARY KEY (workflow_id, run_number),
+  FOREIGN KEY (workflow_id, run_number) REFERENCES runs(workflow_id, run_number) ON DELETE CASCADE
+);
+CREATE TABLE run_deliveries (
+  workflow_id   TEXT NOT NULL,
+  delivery_key  TEXT NOT NULL,
+  run_number    INTEGER NOT NULL,
+  created_at_ms BIGINT NOT NULL,
+  PRIMARY KEY (workflow_id, delivery_key),
+  FOREIGN KEY (workflow_id, run_number) REFERENCES runs(workflow_id, run_number) ON DELETE CASCADE
+);
+CREATE INDEX run_deliveries_run ON run_deliveries(workflow_id, run_number);
+CREATE TABLE workflow_triggers (
+  kind        TEXT NOT NULL,
+  key         TEXT NOT NULL,
+  workflow_id TEXT NOT NULL REFERENCES workflows(id) ON DELETE CASCADE,
+  PRIMARY KEY (kind, key, workflow_id)
+);
+CREATE INDEX workflow_triggers_workflow ON workflow_triggers(workflow_id);
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

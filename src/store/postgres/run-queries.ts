@@ -33,27 +33,38 @@ export const insertJobs = (from: string, param: string) => `
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
+import { keepTriggers } from './trigger-queries.js';
+
 export const RUN_QUERIES = {
-  /** $1 id, $2 name, $3 trigger, $4 definition (JSON), $5 source, $6 hash, $7 created, $8 updated, $9 latest run. A row when created. */
-  createWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
-      schedules, next_fire_at_ms)
-    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
-    ON CONFLICT (id) DO NOTHING RETURNING id`,
   /**
-   * $10 schedules (JSON or null), $11 next fire time. Same parameters as createWorkflow. No row: unchanged. `created` tells an insert from an update:
+   * $1 id, $2 name, $3 trigger, $4 definition (JSON), $5 source, $6 hash, $7 created, $8 updated, $9 latest run, $12 its
+   * listener rows (JSON array of {kind, key}; see keepTriggers). A row when created.
+   */
+  createWorkflow: `WITH saved AS (
+      INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
+        schedules, next_fire_at_ms)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
+      ON CONFLICT (id) DO NOTHING RETURNING id
+    ), ${keepTriggers('saved', '$12')}
+    SELECT id FROM saved`,
+  /**
+   * $10 schedules (JSON or null), $11 next fire time, $12 listener rows. Same parameters as createWorkflow. No row: unchanged. `created` tells an insert from an update:
    * a row version made by ON CONFLICT DO UPDATE carries the updater's xid in xmax, a fresh insert 0.
    */
-  saveWorkflow: `INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
-      schedules, next_fire_at_ms)
-    VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
-    ON CONFLICT (id) DO UPDATE SET name = excluded.name, trigger = excluded.trigger, definition = excluded.definition,
-      hash = excluded.hash, source = excluded.source, updated_at_ms = excluded.updated_at_ms,
-      -- Kept while the schedules stay the same, so a pending catch-up survives an edit of the jobs.
-      next_fire_at_ms = CASE WHEN workflows.schedules IS NOT DISTINCT FROM excluded.schedules
-        THEN workflows.next_fire_at_ms ELSE excluded.next_fire_at_ms END,
-      schedules = excluded.schedules
-    WHERE workflows.hash <> excluded.hash OR workflows.source <> excluded.source
-    RETURNING (xmax = 0) AS created`,
+  saveWorkflow: `WITH saved AS (
+      INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run,
+        schedules, next_fire_at_ms)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8::bigint, $9::int, $10, $11::bigint)
+      ON CONFLICT (id) DO UPDATE SET name = excluded.name, trigger = excluded.trigger, definition = excluded.definition,
+        hash = excluded.hash, source = excluded.source, updated_at_ms = excluded.updated_at_ms,
+        -- Kept while the schedules stay the same, so a pending catch-up survives an edit of the jobs.
+        next_fire_at_ms = CASE WHEN workflows.schedules IS NOT DISTINCT FROM excluded.schedules
+          THEN workflows.next_fire_at_ms ELSE excluded.next_fire_at_ms END,
+        schedules = excluded.schedules
+      WHERE workflows.hash <> excluded.hash OR workflows.source <> excluded.source
+      RETURNING id, (xmax = 0) AS created
+    ), ${keepTriggers('saved', '$12')}
+    SELECT created FROM saved`,
   /** $1 workflow id, $2 next fire time (or null). */
   setNextFire: `UPDATE workflows SET next_fire_at_ms = $2::bigint WHERE id = $1`,
   /** Due schedules, an ordered range read of workflows_next_fire. $1 now, $2 limit. */
@@ -76,13 +87,13 @@ export const RUN_QUERIES = {
    * (JSON array), $6 inputs (JSON text or NULL), $7 the run a re-run was made from (or NULL), $8 status
    * (`running`, or `queued` with no jobs and $9 its planned jobs as JSON text; NULL otherwise), $10 its
    * concurrency group (or NULL), $11 what started it (or NULL), $12 the definition's hash, whose
-   * definition is kept in run_definitions once per hash. A run over at the start is settled after
-   * COMMIT (startRun).
+   * definition is kept in run_definitions once per hash, $13 the name of its event (or NULL). A run over
+   * at the start is settled after COMMIT (startRun).
    */
   insertRun: `WITH run AS (
       INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, inputs, rerun_of, plan, concurrency_group,
-        trigger, definition_hash)
-      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9, $10, $11, $12) RETURNING *
+        trigger, definition_hash, event_name)
+      VALUES ($1, $2::int, $8, $3::bigint, NULL, $6, $7::int, $9, $10, $11, $12, $13) RETURNING *
     ), kept AS (
       INSERT INTO run_definitions (workflow_id, hash, definition, created_at_ms)
       SELECT id, hash, definition, $3::bigint FROM workflows WHERE id = $1

@@ -17,6 +17,7 @@ import { copyKeptArtifacts } from './artifacts.js';
 import { inputsColumn, jobRow, plannedJobsAt, toJob, toRun, type Row } from '../rows.js';
 import { fanOutReady, settleRunIfOver, writeDecisions } from './settle.js';
 import { QUERIES } from './queries.js';
+import { deliveredRun, recordRunStart } from './triggers.js';
 import { StartOver, statement, transaction, writeStatement, type Exec, type Sql } from './tx.js';
 
 /** Runs: starting, queueing, firing schedules, cancelling. */
@@ -44,13 +45,16 @@ async function insertRun(sql: Sql, req: StartRunRequest): Promise<{ outcome: Sta
   return transaction(sql, async (q) => {
     // Sent together: the read runs once the lock is held (gapless run numbers, see latestRunOf), and so
     // does the clean-up of chunks left by a deleted run of the same number (see dropStaleLogChunks).
-    const [, [wf]] = await Promise.all([
+    const [, [wf], , seen] = await Promise.all([
       q(QUERIES.lockWorkflow, [req.workflow_id]),
       q(QUERIES.latestRunOf, [req.workflow_id]),
       q(QUERIES.dropStaleLogChunks, [req.workflow_id]),
+      // A delivery seen before starts nothing (README "Triggers and notifications"); read under the lock too.
+      req.delivery_key ? deliveredRun(q, req.workflow_id, req.delivery_key) : null,
     ]);
     const drained: StartedRuns = { started: [], changes: [] };
     if (!wf) return { outcome: { kind: 'not_found' }, drained };
+    if (seen) return { outcome: { kind: 'duplicate', run: seen }, drained };
     if (wf.hash !== req.expected_hash) return { outcome: { kind: 'stale' }, drained };
     return { outcome: await startOrQueue(q, req, wf, drained), drained };
   });
@@ -177,7 +181,9 @@ async function insertNextRun(
     req.group?.name ?? null,
     req.trigger ?? null,
     req.expected_hash,
+    req.event?.name ?? null,
   ]);
+  await recordRunStart(q, runNumber, req);
   if (req.rerun_of != null) await copyKeptArtifacts(q, req.workflow_id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const missing = new Set(row!.missing_label_keys as string[]);
   if (missing.size > 0) {

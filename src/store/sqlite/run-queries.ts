@@ -27,11 +27,14 @@ export const RUN_QUERIES = {
     ORDER BY next_fire_at_ms LIMIT ?`,
   /** ? run_number, ? id */
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
-  /** @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs @inputs @rerun_of @plan @concurrency_group @trigger @definition_hash */
+  /**
+   * @workflow_id @run_number @status @created_at_ms @finished_at_ms @unfinished_jobs @inputs @rerun_of @plan @concurrency_group @trigger
+   * @definition_hash @event_name
+   */
   insertRun: `INSERT INTO runs (workflow_id, run_number, status, created_at_ms, finished_at_ms, unfinished_jobs, failed_jobs,
-      cancelled_jobs, inputs, rerun_of, plan, concurrency_group, trigger, definition_hash)
+      cancelled_jobs, inputs, rerun_of, plan, concurrency_group, trigger, definition_hash, event_name)
     VALUES (@workflow_id, @run_number, @status, @created_at_ms, @finished_at_ms, @unfinished_jobs, 0, 0, @inputs, @rerun_of, @plan,
-      @concurrency_group, @trigger, @definition_hash)`,
+      @concurrency_group, @trigger, @definition_hash, @event_name)`,
   /** The workflow's definition as it is now, kept as the one a run starting now uses (once per hash). ? now, ? workflow_id */
   keepRunDefinition: `INSERT INTO run_definitions (workflow_id, hash, definition, created_at_ms)
     SELECT id, hash, definition, ? FROM workflows WHERE id = ?

@@ -21,6 +21,7 @@ import { keptJobIds } from '../artifact-types.js';
 import { copyKeptArtifacts } from './artifacts.js';
 import type { Conn } from './connection.js';
 import { decisionParams, finishJobs, propagateEnd } from './settle.js';
+import { deliveredRun, recordRunStart } from './triggers.js';
 
 /** Runs as synchronous writes (see writes.ts): starting, queueing, firing schedules, cancelling. */
 
@@ -40,6 +41,9 @@ export function startRun(
   const row = c.q('getWorkflow').get(req.workflow_id) as Row | undefined;
   if (!row) return { kind: 'not_found' };
   const wf = toWorkflow(row);
+  // A delivery seen before starts nothing, whatever the definition became since (README "Triggers and notifications").
+  const seen = req.delivery_key ? deliveredRun(c, wf.id, req.delivery_key) : null;
+  if (seen) return { kind: 'duplicate', run: seen };
   if (wf.hash !== req.expected_hash) return { kind: 'stale' };
   const drained = startQueuedIn(c, wf, req.now_ms);
   const { max_runs, when_full } = wf.definition.concurrency ?? DEFAULT_CONCURRENCY;
@@ -62,11 +66,13 @@ export function startRun(
     concurrency_group: req.group?.name ?? null,
     trigger: req.trigger ?? null,
     definition_hash: wf.hash,
+    event_name: req.event?.name ?? null,
   };
   c.q('keepRunDefinition').run(req.now_ms, wf.id);
   if (running >= max_runs || group?.wait) {
     const run: RunRecord = { ...base, status: 'queued', finished_at_ms: null };
     c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: 0, plan: JSON.stringify(req.jobs) });
+    recordRunStart(c, wf.id, runNumber, req);
     if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
     insertLabelSets(c, req);
     c.q('setLatestRun').run(runNumber, wf.id);
@@ -78,6 +84,7 @@ export function startRun(
   const counts = { unfinished, failed: 0, cancelled: 0 };
   const run: RunRecord = { ...base, status: runStateFromCounts(counts), finished_at_ms: unfinished === 0 ? req.now_ms : null };
   c.q('insertRun').run({ ...run, inputs: inputsColumn(req.inputs ?? {}), unfinished_jobs: unfinished, plan: null });
+  recordRunStart(c, wf.id, runNumber, req);
   if (req.rerun_of != null) copyKeptArtifacts(c, wf.id, req.rerun_of, runNumber, keptJobIds(req.jobs));
   const changes = [...drained.changes, ...insertJobs(c, wf.id, runNumber, req.jobs)];
   insertLabelSets(c, req);

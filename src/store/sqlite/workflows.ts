@@ -1,6 +1,7 @@
 import type { WorkflowRecord } from '../store.js';
 import { schedulesColumn, toWorkflow, type Row } from '../rows.js';
 import type { Conn } from './connection.js';
+import { replaceTriggers } from './triggers.js';
 
 /** Workflows as synchronous writes (see writes.ts). */
 
@@ -9,7 +10,9 @@ function workflowRow(rec: WorkflowRecord): Row {
 }
 
 export function createWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'exists' {
-  return c.q('insertWorkflow').run(workflowRow(rec)).changes === 1 ? 'created' : 'exists';
+  if (c.q('insertWorkflow').run(workflowRow(rec)).changes !== 1) return 'exists';
+  replaceTriggers(c, rec);
+  return 'created';
 }
 
 /** Creates, or replaces the definition in place (run history and latest_run stay) when it changed. */
@@ -17,6 +20,7 @@ export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated
   const row = c.q('getWorkflow').get(rec.id) as Row | undefined;
   if (!row) {
     c.q('insertWorkflow').run(workflowRow(rec));
+    replaceTriggers(c, rec);
     return 'created';
   }
   const existing = toWorkflow(row);
@@ -32,6 +36,7 @@ export function saveWorkflow(c: Conn, rec: WorkflowRecord): 'created' | 'updated
     schedules: schedulesColumn(rec.definition),
     next_fire_at_ms: rec.next_fire_at_ms ?? null,
   });
+  replaceTriggers(c, rec);
   return 'updated';
 }
 
