@@ -34,6 +34,7 @@ import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
+import { RunEnds } from './run-ends.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -68,6 +69,8 @@ export class Engine extends EngineReads {
   readonly approvals: Approvals;
   /** Arrivals in concurrency groups of jobs, settled (README "Concurrency groups"). */
   readonly jobGroups: JobGroups;
+  /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
+  readonly runEnds: RunEnds;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -76,6 +79,7 @@ export class Engine extends EngineReads {
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
+    this.runEnds = new RunEnds(opts.store, opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
@@ -108,6 +112,7 @@ export class Engine extends EngineReads {
       workerRetainMs: opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS,
       announce: (changes) => this.announce(changes),
       jobGroups: this.jobGroups,
+      runEnds: this.runEnds,
       attemptEnded: (event) => this.events.emit('attempt', event),
       scheduledRunStarted: (outcome, labelSets) => {
         this.labelSets.add(labelSets);
@@ -136,6 +141,7 @@ export class Engine extends EngineReads {
       jobs: (changes) => {
         this.emitJobs(changes);
         this.jobGroups.afterChanges(changes);
+        this.runEnds.afterChanges();
         this.waiters.wake();
       },
       logs: (c) => this.events.emit('logs', c),
@@ -365,6 +371,7 @@ export class Engine extends EngineReads {
   /** Ends every waiting claim with nothing (graceful shutdown). */
   close(): void {
     this.waiters.close();
+    this.runEnds.stop();
   }
 
   /** Sends what is still gathered for other servers and stops listening to them. */
@@ -427,6 +434,7 @@ export class Engine extends EngineReads {
     this.waiters.wake();
     this.peers.sendJobs(changes);
     this.jobGroups.afterChanges(changes);
+    this.runEnds.afterChanges();
   }
 
   private emitJobs(changes: readonly JobChange[]): void {
