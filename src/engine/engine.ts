@@ -35,6 +35,7 @@ import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
 import { Triggers } from './triggers.js';
+import { RunEnds } from './run-ends.js';
 
 export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -71,6 +72,8 @@ export class Engine extends EngineReads {
   readonly jobGroups: JobGroups;
   /** Runs started from outside: webhooks, named events (README "Triggers and notifications"). */
   readonly triggers: Triggers;
+  /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
+  readonly runEnds: RunEnds;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -79,6 +82,7 @@ export class Engine extends EngineReads {
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
+    this.runEnds = new RunEnds(opts.store, opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: (id, from, check) => this.startFrom(id, from, check) });
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
@@ -112,6 +116,7 @@ export class Engine extends EngineReads {
       workerRetainMs: opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS,
       announce: (changes) => this.announce(changes),
       jobGroups: this.jobGroups,
+      runEnds: this.runEnds,
       attemptEnded: (event) => this.events.emit('attempt', event),
       scheduledRunStarted: (outcome, labelSets) => {
         this.labelSets.add(labelSets);
@@ -140,6 +145,7 @@ export class Engine extends EngineReads {
       jobs: (changes) => {
         this.emitJobs(changes);
         this.jobGroups.afterChanges(changes);
+        this.runEnds.afterChanges();
         this.waiters.wake();
       },
       logs: (c) => this.events.emit('logs', c),
@@ -391,6 +397,7 @@ export class Engine extends EngineReads {
   /** Ends every waiting claim with nothing (graceful shutdown). */
   close(): void {
     this.waiters.close();
+    this.runEnds.stop();
   }
 
   /** Sends what is still gathered for other servers and stops listening to them. */
@@ -453,6 +460,7 @@ export class Engine extends EngineReads {
     this.waiters.wake();
     this.peers.sendJobs(changes);
     this.jobGroups.afterChanges(changes);
+    this.runEnds.afterChanges();
   }
 
   private emitJobs(changes: readonly JobChange[]): void {

@@ -41,10 +41,12 @@ import type {
 
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
 import type { SecretReads, SecretWrites } from './secret-types.js';
+import type { RunEndReads, RunEndWrites } from './run-end-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
 export type * from './secret-types.js';
+export type * from './run-end-types.js';
 export type * from './operations.js';
 
 /**
@@ -127,7 +129,7 @@ export interface StoreReads extends ArtifactReads, SecretReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites, SecretWrites {
+export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 
