@@ -34,7 +34,8 @@ import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
-import { Triggers } from './triggers.js';
+import { Triggers, type StartFrom } from './triggers.js';
+import { followRuns } from './follow.js';
 import { RunEnds } from './run-ends.js';
 
 export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
@@ -84,7 +85,10 @@ export class Engine extends EngineReads {
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.runEnds = new RunEnds(opts.store, opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
-    this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: (id, from, check) => this.startFrom(id, from, check) });
+    const startFrom: StartFrom = (id, from, check) => this.startFrom(id, from, check);
+    this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: startFrom });
+    // README "Runs that follow runs": what a followed run's end starts, once per end, from any server.
+    this.runEnds.handle('follow', followRuns({ store: opts.store, log: opts.logger, start: startFrom }));
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,
