@@ -90,7 +90,8 @@ export function allows(role: Role, access: Access): boolean {
     case 'trigger':
       return role === 'admin' || role === 'trigger';
     case 'worker+read':
-      return true;
+      // Every role but `trigger`, which sends events and reads nothing (README "Access tokens").
+      return role !== 'trigger';
   }
 }
 
