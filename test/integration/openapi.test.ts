@@ -4,7 +4,7 @@
  * taken by a live server, whose documented answers are what the server sends, and whose body schemas
  * refuse what the server refuses.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -263,6 +263,25 @@ test('every example is taken by a live server, and every route answers what the 
   assert.deepEqual((await call('GET /api/secrets')).body.secrets.map((s: { name: string }) => s.name), ['DEPLOY_KEY']);
   assert.equal((await call('DELETE /api/secrets/{name}', { name: 'DEPLOY_KEY' })).status, 200);
   assert.equal((await call('DELETE /api/secrets/{name}', { name: 'DEPLOY_KEY' })).body.error, 'secret_not_found');
+  // README "Triggers and notifications": each example delivered signed, and again; an event; the runs' event.
+  assert.equal((await call('POST /api/workflows', {}, { id: 'hooked', on: { webhook: { secret: 'HOOK' }, event: ['deployed'] }, concurrency: { max_runs: 10 }, jobs: { a: { run: 'true' } } })).status, 201);
+  assert.equal((await call('PUT /api/secrets/{name}', { name: 'HOOK' }, { value: 'hook secret' })).status, 201);
+  for (const [name, value] of examplesOf('POST /api/hooks/{id}')) {
+    const body = JSON.stringify(value);
+    const headers = { 'x-hub-signature-256': `sha256=${createHmac('sha256', 'hook secret').update(body).digest('hex')}`, 'x-github-event': 'push', 'x-github-delivery': `d-${name}` };
+    const r = await call('POST /api/hooks/{id}', { id: 'hooked' }, body, headers);
+    assert.equal(r.status, 202, `hook example "${name}": ${r.text}`);
+    assert.equal((await call('POST /api/hooks/{id}', { id: 'hooked' }, body, headers)).body.duplicate, true);
+    assert.equal((await call('POST /api/hooks/{id}', { id: 'hooked' }, body)).body.error, 'invalid_signature');
+  }
+  for (const [name, value] of examplesOf('POST /api/events/{name}')) {
+    const r = await call('POST /api/events/{name}', { name: 'deployed' }, value);
+    assert.equal(r.status, 202, `event example "${name}": ${r.text}`);
+    assert.equal(r.body.runs[0].workflow_id, 'hooked');
+  }
+  assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id: 'hooked', run: '1' })).headers.get('x-weft-event-name'), 'push');
+  assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id: 'hooked', run: '999' })).body.error, 'run_not_found');
+  assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id, run: firstRun })).body.error, 'event_not_found');
   assert.equal((await call('GET /healthz')).status, 200);
   assert.equal((await call('GET /readyz')).status, 200);
   assert.match((await call('GET /metrics')).text, /^# HELP weft_/m);
