@@ -15,6 +15,7 @@ import type {
   ClaimResult,
   CompleteResponse,
   ErrorCode,
+  EventAnswer,
   FailResponse,
   HeartbeatResponse,
   IncomingLogChunk,
@@ -214,6 +215,19 @@ export class WorkflowClient {
   }
 
   /** Deletes the workflow with its whole history; 409 `workflow_active` while a run is active. */
+  /**
+   * Sends a named event (README "Events"): a run of every workflow whose on.event lists `name`, with
+   * `payload` as its event. `deliveryId` makes it idempotent: a repeat starts no second run of a workflow.
+   */
+  sendEvent(name: string, payload: unknown = {}, opts: { deliveryId?: string } = {}): Promise<EventAnswer> {
+    return this.request('POST', `/api/events/${encodeURIComponent(name)}`, payload, { delivery_id: opts.deliveryId });
+  }
+
+  /** The event payload run `runNumber` was started with (README "Triggers and notifications"); 404 event_not_found without one. */
+  getRunEvent(id: string, runNumber: number): Promise<unknown> {
+    return this.request('GET', `/api/workflows/${encodeURIComponent(id)}/runs/${runNumber}/event`);
+  }
+
   deleteWorkflow(id: string): Promise<{ deleted: string }> {
     return this.request('DELETE', `/api/workflows/${enc(id)}`);
   }

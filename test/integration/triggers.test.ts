@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { rawRequest, request, until } from '../helpers/http.js';
+import { WorkflowClient } from '../../src/client/index.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { makeSandbox, spawnWeft, type SpawnedProcess } from '../helpers/server.js';
 import fs from 'node:fs';
@@ -129,6 +130,9 @@ for (const store of STORES) {
       assert.deepEqual((await request('GET', `${url()}/api/workflows/deploy-web/runs/1/event`, undefined, as('worker'))).body, payload);
       assert.equal((await request('GET', `${url()}/api/workflows/deploy-web/runs/1/event`, undefined, as('trigger'))).status, 403);
 
+      // The SDK sends them too, with a delivery id.
+      const sdk = new WorkflowClient({ baseUrl: url(), token: TOKENS.trigger });
+      assert.deepEqual((await sdk.sendEvent('released', { notes: 'x' }, { deliveryId: 'rel-1' })).runs.map((r) => r.workflow_id), ['deploy-docs', 'notes']);
       // No listener: 202 with nothing started. A bad name, a bad delivery id or a body that is not JSON: 400.
       assert.deepEqual((await request('POST', `${url()}/api/events/nobody-listens`, undefined, as('trigger'))).body, { event: 'nobody-listens', runs: [], refused: [] });
       assert.equal((await request('POST', `${url()}/api/events/${encodeURIComponent('bad name')}`, {}, as('trigger'))).status, 400);

@@ -12,6 +12,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseSecretKey } from '../../src/engine/secret-box.js';
+import { WorkflowClient } from '../../src/client/index.js';
 import { client, rawRequest, request, until } from '../helpers/http.js';
 import { sandbox, serverProcess, spawnWeft, startInProcess, track, type InProcessServer } from '../helpers/server.js';
 
@@ -178,13 +179,14 @@ describe('webhook deliveries against one server', () => {
     const body = JSON.stringify({ n: 1 });
     const first = await deliver(s.url, 'hook', body, { 'x-github-delivery': 'dup-1' });
     assert.equal(first.status, 202, first.text);
-    for (const headers of [{ 'x-github-delivery': 'dup-1' }, { 'x-weft-delivery': 'dup-1' }]) {
+    for (const headers of [{ 'x-github-delivery': 'dup-1' }, { 'x-weft-delivery': 'dup-1' }] as Array<Record<string, string>>) {
       const again = await deliver(s.url, 'hook', JSON.stringify({ n: 2 }), headers);
       assert.equal(again.status, 200, again.text);
       assert.deepEqual(again.body, { workflow_id: 'hook', started: false, duplicate: true, run_number: first.body.run_number, status: 'running' });
     }
     assert.equal(await latest('hook'), first.body.run_number);
     assert.deepEqual((await api.get(`/api/workflows/hook/runs/${first.body.run_number}/event`)).body, { n: 1 });
+    assert.deepEqual(await new WorkflowClient(s.url).getRunEvent('hook', first.body.run_number), { n: 1 }, 'the SDK reads it too');
     const next = await deliver(s.url, 'hook', body, { 'x-github-delivery': 'dup-2' });
     assert.deepEqual([next.status, next.body.run_number], [202, first.body.run_number + 1]);
     // No id: every delivery is its own.
@@ -197,7 +199,7 @@ describe('webhook deliveries against one server', () => {
     assert.equal(Buffer.byteLength(exact), LIMIT);
     const over = `{"n":1,"pad":"${'x'.repeat(LIMIT - shell.length + 1)}"}`;
     const before = await latest('hook');
-    for (const headers of [{}, { 'transfer-encoding': 'chunked' }]) {
+    for (const headers of [{}, { 'transfer-encoding': 'chunked' }] as Array<Record<string, string>>) {
       const r = await deliver(s.url, 'hook', over, headers);
       assert.equal(r.status, 413, r.text.slice(0, 200));
       assert.equal(r.body.error, 'payload_too_large');
