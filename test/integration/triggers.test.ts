@@ -133,6 +133,10 @@ for (const store of STORES) {
       // The SDK sends them too, with a delivery id.
       const sdk = new WorkflowClient({ baseUrl: url(), token: TOKENS.trigger });
       assert.deepEqual((await sdk.sendEvent('released', { notes: 'x' }, { deliveryId: 'rel-1' })).runs.map((r) => r.workflow_id), ['deploy-docs', 'notes']);
+      // And the CLI: the same delivery again says which runs it had started.
+      const cli = spawnWeft(['event', 'released', '--data', '{"notes": "x"}', '--delivery', 'rel-1', '--server', url(1)], { WEFT_TOKEN: TOKENS.trigger }, sb.dir);
+      assert.equal(await cli.exited, 0, cli.output());
+      assert.match(cli.output(), /^deploy-docs #2 already started by this delivery\nnotes #1 already started by this delivery\n$/m);
       // No listener: 202 with nothing started. A bad name, a bad delivery id or a body that is not JSON: 400.
       assert.deepEqual((await request('POST', `${url()}/api/events/nobody-listens`, undefined, as('trigger'))).body, { event: 'nobody-listens', runs: [], refused: [] });
       assert.equal((await request('POST', `${url()}/api/events/${encodeURIComponent('bad name')}`, {}, as('trigger'))).status, 400);

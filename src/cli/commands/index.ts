@@ -13,8 +13,9 @@ import { registerValidate } from './validate.js';
 import { registerWorkers } from './workers.js';
 import { registerArtifacts } from './artifacts.js';
 import { registerSecret } from './secret.js';
+import { registerEvent } from './event.js';
 
-/** Client-side commands (run, rerun, list, runs, cancel, approve, reject, status, logs, artifacts, workers, validate, apply, token, secret): one module each. */
+/** Client-side commands (run, rerun, list, runs, cancel, approve, reject, status, logs, artifacts, workers, validate, apply, token, secret, event): one module each. */
 export function registerClientCommands(program: Command): void {
   registerRun(program);
   registerRerun(program);
@@ -30,4 +31,5 @@ export function registerClientCommands(program: Command): void {
   registerApply(program);
   registerToken(program);
   registerSecret(program);
+  registerEvent(program);
 }
