@@ -15,10 +15,12 @@ import { attemptSpans, attemptTraceparent, runSpan, type EndedAttempt, type RunI
  *   expired or timed out) is exported here, with the times of the store's records (trace-spans.ts).
  *   Each such end is one store operation, in one process, so each attempt is exported once.
  * - `changed`: the durable changes this process made. A run they touch that has ended, and whose end
- *   was this process's operation (one of the jobs it changed ended at the very time the run did: the
- *   operation that ends a run's last job records both with its own clock), is exported here, with
- *   the attempts its cancel or a sibling's fail_fast stopped while they ran: those ends are written
- *   by the cancel, whoever made it, and read back once, with the run.
+ *   was this process's operation, is exported here, with the attempts its cancel or a sibling's
+ *   fail_fast stopped while they ran: those ends are written by the cancel, whoever made it, and read
+ *   back once, with the run. The operation that ends a run's last job records both ends with its own
+ *   clock, taken before it ran; so the run ended here when a job this process changed ended at the
+ *   very time the run did, no later than this process announced that change (a job this process only
+ *   queued, and another server ended, ended after that).
  *
  * What is heard is gathered for FLUSH_MS and read in one snapshot, so a burst of completions costs one
  * read. A store outage loses those spans (logged), never a claim or a report.
@@ -39,12 +41,18 @@ export interface TracingContext {
 
 const runKey = (r: RunKey): string => `${r.run_number}:${r.workflow_id}`;
 
+interface Changed {
+  run: RunKey;
+  /** Job id → this process's clock when it announced its last change of the job. */
+  jobs: Map<string, number>;
+}
+
 export class Tracing {
   private readonly created = new Map<string, number>();
   private readonly exportedRuns = new Set<string>();
   private attempts: EndedAttempt[] = [];
-  /** Runs changed by this process since the last flush, with the jobs it changed. */
-  private changed = new Map<string, { run: RunKey; jobs: Set<string> }>();
+  /** Runs changed by this process since the last flush, with the jobs it changed and when it said so. */
+  private changed = new Map<string, Changed>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private closed = false;
@@ -110,11 +118,12 @@ export class Tracing {
   }
 
   private changes(changes: readonly JobChange[]): void {
+    const now = this.ctx.now();
     for (const c of changes) {
       const key = runKey(c);
       let entry = this.changed.get(key);
-      if (!entry) this.changed.set(key, (entry = { run: { workflow_id: c.workflow_id, run_number: c.run_number }, jobs: new Set() }));
-      entry.jobs.add(c.job_id);
+      if (!entry) this.changed.set(key, (entry = { run: { workflow_id: c.workflow_id, run_number: c.run_number }, jobs: new Map() }));
+      entry.jobs.set(c.job_id, now);
     }
     this.schedule();
   }
@@ -143,7 +152,7 @@ export class Tracing {
     return this.flushing;
   }
 
-  private async export(attempts: EndedAttempt[], changed: Map<string, { run: RunKey; jobs: Set<string> }>): Promise<void> {
+  private async export(attempts: EndedAttempt[], changed: Map<string, Changed>): Promise<void> {
     const keys = new Map<string, RunKey>();
     for (const a of attempts) keys.set(runKey(a.ran), { workflow_id: a.ran.workflow_id, run_number: a.ran.run_number });
     for (const [key, c] of changed) if (!this.exportedRuns.has(key)) keys.set(key, c.run);
@@ -165,14 +174,17 @@ export class Tracing {
   }
 
   /**
-   * Whether the run ended, by an operation of this process: one of the jobs this process changed
-   * ended at the run's end time. A run another server ended is that server's to export.
+   * Whether the run ended by an operation of this process: a job this process changed ended at the
+   * run's end time, and no later than this process announced its change. A run another server ended
+   * is that server's to export.
    */
-  private async endedHere(r: StoreReads, run: RunRecord, jobs: ReadonlySet<string>): Promise<boolean> {
-    if (run.finished_at_ms === null || run.status === 'running' || run.status === 'queued' || this.exportedRuns.has(runKey(run))) return false;
-    for (const id of jobs) {
+  private async endedHere(r: StoreReads, run: RunRecord, jobs: ReadonlyMap<string, number>): Promise<boolean> {
+    const end = run.finished_at_ms;
+    if (end === null || run.status === 'running' || run.status === 'queued' || this.exportedRuns.has(runKey(run))) return false;
+    for (const [id, announcedAt] of jobs) {
+      if (end > announcedAt) continue;
       const job = await r.getJob(run.workflow_id, run.run_number, id);
-      if (job && job.finished_at_ms === run.finished_at_ms) return true;
+      if (job && job.finished_at_ms === end) return true;
     }
     return false;
   }
