@@ -352,3 +352,32 @@ test('postgres: a database made by migration 1 gets its counters from its rows a
     await db.drop();
   }
 });
+
+test('postgres: listeners of an event and a delivery key are index reads among 20,000 workflows (README "Triggers and notifications")', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    await (await PostgresStore.open(db.url)).close();
+    await sql.unsafe(`
+      INSERT INTO workflows (id, name, trigger, definition, source, hash, created_at_ms, updated_at_ms, latest_run)
+        SELECT 'w' || i, 'n', NULL, '{}', 'api', 'h', 0, 0, 1 FROM generate_series(1, 20000) i;
+      INSERT INTO workflow_triggers (kind, key, workflow_id)
+        SELECT 'event', CASE WHEN i % 1000 = 0 THEN 'deployed' ELSE 'e' || i END, 'w' || i FROM generate_series(1, 20000) i;
+      INSERT INTO runs (workflow_id, run_number, status, created_at_ms) SELECT 'w' || i, 1, 'success', 0 FROM generate_series(1, 20000) i;
+      -- One busy hook with 20,000 deliveries kept: its key must be found by the key, not among its deliveries.
+      INSERT INTO run_deliveries (workflow_id, delivery_key, run_number, created_at_ms) SELECT 'w1', 'webhook/d' || i, 1, 0 FROM generate_series(1, 20000) i;
+      ANALYZE workflows; ANALYZE workflow_triggers; ANALYZE runs; ANALYZE run_deliveries;
+    `);
+    const plan = async (text: string, params: unknown[]) =>
+      ((await sql.unsafe(`EXPLAIN ${text}`, params as never[])) as unknown as Array<{ 'QUERY PLAN': string }>).map((r) => r['QUERY PLAN']).join('\n');
+    const listeners = await plan(QUERIES.listeners, ['event', 'deployed']);
+    assert.match(listeners, /Index (Only )?Scan using workflow_triggers_pkey/, listeners);
+    const delivered = await plan(QUERIES.deliveredRun, ['w1', 'webhook/d5']);
+    assert.match(delivered, /Index Scan using run_deliveries_pkey/, delivered);
+    assert.match(delivered, /Index Scan using runs_pkey/, delivered);
+    for (const p of [listeners, delivered]) assert.doesNotMatch(p, /Seq Scan/, p);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});

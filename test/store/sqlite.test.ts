@@ -250,3 +250,27 @@ test('sqlite: in one write batch, a claim after a capped group was queued still 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('sqlite: listeners, a run\'s event and a delivery key are primary-key reads (README "Triggers and notifications")', async () => {
+  const { dir, file } = tempFile();
+  await new SqliteStore(file).close();
+  const db = new Database(file, { readonly: true });
+  try {
+    const plan = (sql: string, ...args: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
+      ['listeners', ['event', 'deployed'], /SEARCH workflow_triggers USING PRIMARY KEY \(kind=\? AND key=\?\)/],
+      ['getRunEvent', ['w', 1], /SEARCH run_events USING PRIMARY KEY \(workflow_id=\? AND run_number=\?\)/],
+      ['deliveredRun', ['w', 'webhook/d'], /SEARCH d USING PRIMARY KEY \(workflow_id=\? AND delivery_key=\?\).*SEARCH r USING INDEX sqlite_autoindex_runs_1/],
+      ['deleteWorkflowTriggers', ['w'], /SEARCH workflow_triggers USING (COVERING )?INDEX workflow_triggers_workflow/],
+    ];
+    for (const [name, args, re] of expected) {
+      const p = plan(QUERIES[name], ...args);
+      assert.match(p, re, `${name}: ${p}`);
+      assert.doesNotMatch(p, /\bSCAN\b|TEMP B-TREE/, `${name} reads a whole table: ${p}`);
+    }
+  } finally {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
