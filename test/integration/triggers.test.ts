@@ -133,6 +133,13 @@ for (const store of STORES) {
       // The SDK sends them too, with a delivery id.
       const sdk = new WorkflowClient({ baseUrl: url(), token: TOKENS.trigger });
       assert.deepEqual((await sdk.sendEvent('released', { notes: 'x' }, { deliveryId: 'rel-1' })).runs.map((r) => r.workflow_id), ['deploy-docs', 'notes']);
+      // A batched claim (weft worker with CONCURRENCY > 1) carries each job's payload as a single claim does.
+      const batch = await request('POST', `${url(1)}/api/jobs/claim-batch`, { worker_id: 'w-batch', labels: ['deploy-docs', 'notes'], max_jobs: 2 }, as('worker'));
+      assert.equal(batch.status, 200, batch.text);
+      assert.deepEqual(batch.body.claims.map((c: { job: { workflow_id: string; event: unknown } }) => [c.job.workflow_id, c.job.event]).sort(), [
+        ['deploy-docs', { notes: 'x' }],
+        ['notes', { notes: 'x' }],
+      ]);
       // And the CLI: the same delivery again says which runs it had started.
       const cli = spawnWeft(['event', 'released', '--data', '{"notes": "x"}', '--delivery', 'rel-1', '--server', url(1)], { WEFT_TOKEN: TOKENS.trigger }, sb.dir);
       assert.equal(await cli.exited, 0, cli.output());
