@@ -16,7 +16,14 @@ import { NotListening, type StartFrom } from './triggers.js';
 
 export function followRuns(deps: { store: Store; log: Logger; start: StartFrom }): (ends: readonly RunEnd[]) => Promise<void> {
   return async (ends) => {
+    // Most ended runs have no follower: each workflow's followers are read once a batch, by key.
+    const ids = [...new Set(ends.map((e) => e.workflow_id))];
+    const followed = await deps.store.read(async (r) => {
+      const followers = await Promise.all(ids.map((id) => r.listeners('workflow_run', id)));
+      return new Set(ids.filter((_, i) => followers[i]!.length > 0));
+    });
     for (const end of ends) {
+      if (!followed.has(end.workflow_id)) continue;
       const found = await deps.store.read(async (r) => {
         const followers = await r.listeners('workflow_run', end.workflow_id);
         if (followers.length === 0) return null;

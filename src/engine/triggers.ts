@@ -67,8 +67,9 @@ export class Triggers {
     const signed = signatureMatches(d.signature, key.value ?? this.decoy, d.body);
     if (!wf || !hook || key.value === null || !signed) {
       const why = !wf ? 'no such workflow' : !hook ? 'the workflow has no on.webhook' : key.value === null ? key.why : d.signature ? 'the signature does not match' : 'no X-Hub-Signature-256';
-      // Said to the operator only; the caller gets REFUSED whatever the reason.
-      (wf && hook ? this.deps.log.warn : this.deps.log.info).call(this.deps.log, { workflow_id: workflowId, reason: why }, 'webhook delivery refused');
+      // Said to the operator only (a hook that exists but refuses is worth a warning); the caller gets REFUSED whatever the reason.
+      if (wf && hook) this.deps.log.warn({ workflow_id: workflowId, reason: why }, 'webhook delivery refused');
+      else this.deps.log.info({ workflow_id: workflowId, reason: why }, 'webhook delivery refused');
       throw new WeftError('invalid_signature', REFUSED);
     }
     const name = d.event ?? 'webhook';
@@ -114,12 +115,10 @@ export class Triggers {
         );
         answer.runs.push({ workflow_id: id, run_number: begun.run.run_number, status: begun.run.status, duplicate: begun.duplicate });
       } catch (err) {
-        if (err instanceof NotListening) continue;
+        // Its definition changed, or it was deleted, since the index was read: it no longer listens.
+        if (err instanceof NotListening || (err instanceof WeftError && err.code === 'workflow_not_found')) continue;
+        if (!(err instanceof WeftError)) throw err;
         // The others still start: each workflow's start stands alone, as if started by hand.
-        if (!(err instanceof WeftError) || err.code === 'workflow_not_found') {
-          if (err instanceof WeftError) continue;
-          throw err;
-        }
         answer.refused.push({ workflow_id: id, error: err.code, message: err.message });
       }
     }
@@ -136,7 +135,8 @@ export class Triggers {
       if (!run) throw new WeftError('run_not_found', `workflow "${workflowId}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
       const text = run.event_name === null ? null : await r.getRunEvent(workflowId, runNumber);
       if (run.event_name === null || text === null) {
-        throw new WeftError('event_not_found', `run #${runNumber} of workflow "${workflowId}" was started ${run.trigger === null ? 'without an event' : `by ${run.trigger}`}, not by an event`);
+        const how = run.trigger === 'manual' ? 'by hand' : run.trigger === 'schedule' ? 'by its schedule' : run.trigger === 'rerun' ? 'as a re-run of a run without one' : 'without one';
+        throw new WeftError('event_not_found', `run #${runNumber} of workflow "${workflowId}" has no event: it was started ${how}`);
       }
       return { name: run.event_name, text };
     });
