@@ -7,9 +7,10 @@ import { cronProblem, MAX_SCHEDULES, timezoneProblem } from '../domain/schedule.
 import type { Schedule } from '../domain/model.js';
 import type { Issues } from './issues.js';
 import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
+import { checkWorkflowCall } from './calls.js';
 
 /** The events `on:` may name as keys; only `schedule` starts runs, the others are shown as the trigger. */
-export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule'] as const;
+export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule', 'workflow_call'] as const;
 const SCHEDULE_KEYS = ['cron', 'timezone', 'catch_up'] as const;
 const CATCH_UP = ['latest', 'none'] as const;
 
@@ -39,6 +40,8 @@ export function readOn(value: unknown, issues: Issues): ReadOn {
   } else if (isPlainObject(value)) {
     checkKeys(value, ON_KEYS, (key, message) => issues.add(null, `on.${key}`, message), { cron: 'schedule', schedules: 'schedule' });
     if (Object.hasOwn(value, 'schedule')) schedules = readSchedules(value.schedule, child(at, 'schedule'));
+    // README "Workflows calling workflows": GitHub's mark of a reusable workflow, shown as the trigger.
+    if (Object.hasOwn(value, 'workflow_call')) checkWorkflowCall(value.workflow_call, child(at, 'workflow_call'));
   }
   const text = renderCompact(value, true);
   if (text.includes('\u0000')) return { trigger: readString(text, at) ?? null, schedules };

@@ -13,6 +13,8 @@ export type ExprRef =
   | { kind: 'needs_result'; job: string }
   | { kind: 'item'; key: string | null }
   | { kind: 'secrets'; name: string }
+  /** `${{ jobs.<job>.outputs.<key> }}`: only in a workflow's `outputs:` (README "Workflows calling workflows"). */
+  | { kind: 'jobs_output'; job: string; key: string }
   /** `${{ '…' }}`: text as written (`''` is one quote), e.g. `${{ '${{' }}` for a literal opener. */
   | { kind: 'literal'; value: string };
 
@@ -31,10 +33,11 @@ const FORMS: Array<[RegExp, (m: RegExpExecArray) => ExprRef]> = [
   [/^item$/, () => ({ kind: 'item', key: null })],
   [new RegExp(`^item\\.(${KEY})$`), (m) => ({ kind: 'item', key: m[1]! })],
   [new RegExp(`^secrets\\.(${SECRET_NAME_PATTERN})$`), (m) => ({ kind: 'secrets', name: m[1]! })],
+  [new RegExp(`^jobs\\.(${JOB})\\.outputs\\.(${KEY})$`), (m) => ({ kind: 'jobs_output', job: m[1]!, key: m[2]! })],
   [/^'((?:[^']|'')*)'$/, (m) => ({ kind: 'literal', value: m[1]!.replace(/''/g, "'") })],
 ];
 
-export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, '<text>'";
+export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, jobs.<job>.outputs.<key>, '<text>'";
 
 
 export function hasExpression(text: string): boolean {

@@ -92,6 +92,7 @@ function runView(run: RunRecord): RunView {
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
     trigger: run.trigger,
     definition_hash: run.definition_hash,
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
   };
 }
 
@@ -160,6 +161,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     rerun_of: run.rerun_of,
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
     trigger: run.trigger,
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
   }));
 }
 
@@ -208,6 +210,8 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     ...(j.approval ? { approval: { ...j.approval } } : {}),
     // README "Concurrency groups": likewise only on a job in one.
     ...(j.concurrency_group !== null ? { concurrency_group: j.concurrency_group } : {}),
+    // README "Workflows calling workflows": likewise only on a job that calls a workflow.
+    ...(j.call ? { uses: j.call.uses, child_run: j.child_run != null ? { workflow_id: j.call.uses, run_number: j.child_run } : null } : {}),
   };
 }
 
@@ -259,6 +263,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       priority: jobPriority(undefined, spec.priority, wf.definition.priority),
       ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
       ...(spec.approval ? { approval: newApproval(spec.approval) } : {}),
+      ...(spec.uses !== undefined ? { uses: spec.uses, child_run: null } : {}),
     };
   });
 }

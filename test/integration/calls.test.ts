@@ -1,0 +1,136 @@
+/**
+ * Workflows calling workflows end to end (README "Workflows calling workflows"), with a real `weft
+ * server` on SQLite and real `weft worker` processes: a job `uses:` another workflow, whose declared
+ * outputs reach the jobs after the calling job; a failed child fails its caller's attempt and the
+ * caller's retry starts a new child that succeeds; cancelling the caller's run cancels a running child
+ * (its worker stops the command); and the refusals of definitions, through HTTP, with their messages.
+ */
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { alive } from '../helpers/process.js';
+import { client, until } from '../helpers/http.js';
+import { sandbox, serverProcess, spawnWeft, track, type Sandbox } from '../helpers/server.js';
+
+async function worker(t: TestContext, sb: Sandbox, url: string, id: string) {
+  const w = track(t, spawnWeft(['worker'], { SERVER_URL: url, WORKER_ID: id, CONCURRENCY: '2', POLL_SECS: '0.2', CANCEL_POLL_SECS: '0.2', KILL_GRACE_SECS: '1', WORKER_LABELS: 'linux' }, sb.dir));
+  await w.waitFor(/weft worker \S+ started/);
+  return w;
+}
+
+const job = (doc: any, id: string) => doc.jobs.find((j: any) => j.id === id);
+
+test('a job calls a workflow: the child runs on the workers, its outputs reach the jobs after the caller, and parent and child link each other', { timeout: 120_000 }, async (t) => {
+  const sb = sandbox(t);
+  const srv = await serverProcess(t, sb, { REAP_INTERVAL_SECS: '1' });
+  const api = client(srv.url);
+  await api.createWorkflow({
+    id: 'build',
+    inputs: { version: { required: true }, flavour: { default: 'plain' } },
+    outputs: { artifact: '${{ jobs.compile.outputs.path }}', label: { value: 'v${{ inputs.version }}-${{ inputs.flavour }}', description: 'what was built' } },
+    jobs: {
+      compile: { labels: ['linux'], env: { V: '${{ inputs.version }}' }, run: 'echo "::set-output path=/out/app-$V.tar"' },
+    },
+  });
+  await api.createWorkflow({
+    id: 'release',
+    inputs: { version: { default: '1.2.3' } },
+    jobs: {
+      prepare: { run: 'echo "::set-output flavour=static"' },
+      build: { needs: 'prepare', uses: 'build', with: { version: '${{ inputs.version }}', flavour: '${{ needs.prepare.outputs.flavour }}' } },
+      publish: {
+        needs: 'build',
+        env: { ARTIFACT: '${{ needs.build.outputs.artifact }}', LABEL: '${{ needs.build.outputs.label }}' },
+        run: 'echo "publishing $ARTIFACT as $LABEL"; echo "::set-output seen=$ARTIFACT|$LABEL"',
+      },
+    },
+  });
+  await worker(t, sb, srv.url, 'w1');
+  await api.run('release');
+  const done = await api.settled('release', 60_000);
+  assert.equal(done.status, 'success', JSON.stringify(done.jobs.map((j: any) => [j.id, j.state, j.error])));
+  const caller = job(done, 'build');
+  assert.equal(caller.uses, 'build');
+  assert.deepEqual(caller.child_run, { workflow_id: 'build', run_number: 1 });
+  assert.deepEqual(caller.outputs, { artifact: '/out/app-1.2.3.tar', label: 'v1.2.3-static' });
+  assert.equal(caller.worker_id, null, 'no worker ran the calling job');
+  assert.deepEqual(job(done, 'publish').outputs, { seen: '/out/app-1.2.3.tar|v1.2.3-static' });
+
+  const child = (await api.get('/api/workflows/build/runs/1')).body;
+  assert.equal(child.status, 'success');
+  assert.deepEqual(child.run.parent, { workflow_id: 'release', run_number: 1, job_id: 'build' });
+  assert.equal(child.run.trigger, 'call');
+  assert.deepEqual(child.run.inputs, { version: '1.2.3', flavour: 'static' });
+  const history = (await api.get('/api/workflows/build/runs')).body;
+  assert.deepEqual(history[0].parent, { workflow_id: 'release', run_number: 1, job_id: 'build' });
+  assert.equal(done.run.parent, undefined, 'a run started by hand has no parent');
+});
+
+test("a child's failure fails its caller's attempt; the caller's retry starts a new child, which succeeds", { timeout: 120_000 }, async (t) => {
+  const sb = sandbox(t);
+  const srv = await serverProcess(t, sb, { REAP_INTERVAL_SECS: '1' });
+  const api = client(srv.url);
+  const marker = path.join(sb.dir, 'failed-once');
+  await api.createWorkflow({
+    id: 'flaky',
+    outputs: { tries: '${{ jobs.work.outputs.tries }}' },
+    // Fails the first time, for good (its own retries are none), then succeeds.
+    jobs: { work: { labels: ['linux'], run: `if [ ! -f "${marker}" ]; then touch "${marker}"; echo boom >&2; exit 3; fi; echo "::set-output tries=2"` } },
+  });
+  await api.createWorkflow({
+    id: 'caller',
+    jobs: {
+      call: { uses: 'flaky', retries: 1 },
+      after: { needs: 'call', env: { T: '${{ needs.call.outputs.tries }}' }, run: 'echo "::set-output t=$T"' },
+    },
+  });
+  await worker(t, sb, srv.url, 'w1');
+  await api.run('caller');
+  const done = await api.settled('caller', 60_000);
+  assert.equal(done.status, 'success', JSON.stringify(done.jobs));
+  const call = job(done, 'call');
+  assert.equal(call.attempt, 1, 'the second attempt succeeded');
+  assert.deepEqual(call.child_run, { workflow_id: 'flaky', run_number: 2 });
+  assert.deepEqual(job(done, 'after').outputs, { t: '2' });
+  const first = (await api.get('/api/workflows/flaky/runs/1')).body;
+  assert.equal(first.status, 'failed');
+  assert.deepEqual(first.run.parent, { workflow_id: 'caller', run_number: 1, job_id: 'call' });
+  const second = (await api.get('/api/workflows/flaky/runs/2')).body;
+  assert.equal(second.status, 'success');
+  assert.deepEqual(second.run.parent, { workflow_id: 'caller', run_number: 1, job_id: 'call' });
+  // Without retries left the child's failure fails the caller, naming the child's failed job.
+  await api.put('/api/workflows/caller', { jobs: { call: { uses: 'flaky' } } });
+  fs.rmSync(marker);
+  await api.run('caller');
+  const failed = await api.settled('caller', 60_000);
+  assert.equal(failed.status, 'failed');
+  assert.match(job(failed, 'call').error, /^called workflow "flaky" run #3 failed: failed job work: /);
+});
+
+test("cancelling the caller's run cancels its running child, whose worker stops the command", { timeout: 120_000 }, async (t) => {
+  const sb = sandbox(t);
+  const srv = await serverProcess(t, sb, { REAP_INTERVAL_SECS: '1' });
+  const api = client(srv.url);
+  const pidFile = path.join(sb.dir, 'pid');
+  await api.createWorkflow({ id: 'slow', jobs: { sleep: { labels: ['linux'], run: `echo $$ > "${pidFile}"; exec sleep 600` } } });
+  await api.createWorkflow({ id: 'middle', jobs: { inner: { uses: 'slow' } } });
+  await api.createWorkflow({ id: 'top', jobs: { outer: { uses: 'middle' }, after: { needs: 'outer', if: 'always()', run: 'echo after' } } });
+  await worker(t, sb, srv.url, 'w1');
+  await api.run('top');
+  const pid = await until(() => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8').trim()) || null : null), 'the grandchild job to start');
+  assert.equal(job(await api.status('middle'), 'inner').state, 'running');
+
+  const cancel = await api.post('/api/workflows/top/cancel');
+  assert.equal(cancel.status, 202, cancel.text);
+  const slow = await until(async () => {
+    const s = await api.status('slow');
+    return s.status === 'cancelled' ? s : null;
+  }, 'the grandchild run to be cancelled');
+  assert.equal(job(slow, 'sleep').state, 'cancelled');
+  assert.equal((await api.status('middle')).status, 'cancelled');
+  await until(() => !alive(pid), "the worker to stop the grandchild's command");
+  const top = await api.settled('top', 60_000);
+  assert.equal(top.status, 'cancelled');
+  assert.equal(job(top, 'outer').state, 'cancelled');
+});
