@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { alive } from '../helpers/process.js';
 import { client, until } from '../helpers/http.js';
-import { sandbox, serverProcess, spawnWeft, track, type Sandbox } from '../helpers/server.js';
+import { sandbox, serverProcess, spawnWeft, startInProcess, track, type Sandbox } from '../helpers/server.js';
 
 async function worker(t: TestContext, sb: Sandbox, url: string, id: string) {
   const w = track(t, spawnWeft(['worker'], { SERVER_URL: url, WORKER_ID: id, CONCURRENCY: '2', POLL_SECS: '0.2', CANCEL_POLL_SECS: '0.2', KILL_GRACE_SECS: '1', WORKER_LABELS: 'linux' }, sb.dir));
@@ -133,4 +133,90 @@ test("cancelling the caller's run cancels its running child, whose worker stops 
   const top = await api.settled('top', 60_000);
   assert.equal(top.status, 'cancelled');
   assert.equal(job(top, 'outer').state, 'cancelled');
+});
+
+test('definitions that call workflows wrongly are refused through HTTP with 400 invalid_workflow naming the job, field and chain', { timeout: 60_000 }, async (t) => {
+  const srv = await startInProcess();
+  t.after(() => srv.close());
+  const api = client(srv.url);
+  const refused = async (method: 'post' | 'put', pathname: string, body: unknown) => {
+    const r = await api[method](pathname, body);
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.body.error, 'invalid_workflow', r.text);
+    return r.body as { message: string; issues: Array<{ job: string | null; field: string | null; message: string }> };
+  };
+  // a → b → c → d → e → f: five nested calls, the most allowed.
+  for (const [id, callee] of [['f', null], ['e', 'f'], ['d', 'e'], ['c', 'd'], ['b', 'c'], ['a', 'b']] as const) {
+    await api.createWorkflow({ id, inputs: { x: { default: '1' } }, jobs: callee ? { go: { uses: callee } } : { go: { run: 'true' } } });
+  }
+  const deep = await refused('post', '/api/workflows', { id: 'top', jobs: { go: { uses: 'a' } } });
+  assert.deepEqual(deep.issues.map((i) => [i.job, i.field]), [['go', 'uses']]);
+  assert.equal(deep.issues[0]!.message, 'calling "a" makes the call chain top → a → b → c → d → e → f, 6 calls deep; at most 5 nested calls are allowed');
+  assert.equal((await api.get('/api/workflows/top')).status, 404, 'nothing was saved');
+  // Deepening the chain from below is refused the same way, naming the whole chain.
+  const below = await refused('put', '/api/workflows/f', { jobs: { go: { uses: 'g' } } });
+  assert.match(below.message, /calling "g" makes the call chain a → b → c → d → e → f → g, 6 calls deep; at most 5 nested calls are allowed/);
+
+  const cycle = await refused('put', '/api/workflows/e', { jobs: { go: { uses: 'b' } } });
+  assert.equal(cycle.issues[0]!.message, 'calling "b" makes a cycle: e → b → c → d → e; a workflow may not call itself through others');
+  assert.equal((await api.get('/api/workflows/e/definition')).body.jobs.go.uses, 'f', 'the refused PUT changed nothing');
+  const self = await refused('post', '/api/workflows', { id: 'me', jobs: { go: { uses: 'me' } } });
+  assert.equal(self.issues[0]!.message, 'a workflow cannot call itself (uses: me)');
+
+  await api.createWorkflow({ id: 'deploy', inputs: { target: { required: true }, region: { default: 'eu' } }, jobs: { go: { run: 'true' } } });
+  const inputs = await refused('post', '/api/workflows', {
+    id: 'bad-inputs',
+    jobs: { one: { uses: 'deploy', with: { nope: 'x', region: 'us' } }, two: { uses: 'f', with: { x: '2', y: '3' } } },
+  });
+  assert.deepEqual(
+    inputs.issues.map((i) => [i.job, i.field, i.message]),
+    [
+      ['one', 'with.nope', 'workflow "deploy" has no input "nope" (it declares region, target)'],
+      ['one', 'with', 'workflow "deploy" requires input "target"; give it in with:'],
+      ['two', 'with.y', 'workflow "f" has no input "y" (it declares x)'],
+    ],
+  );
+
+  const mixed = await refused('post', '/api/workflows', {
+    id: 'mixed',
+    jobs: {
+      both: { uses: 'f', run: 'make' },
+      loose: { with: { x: '1' }, run: 'true' },
+      secret: { uses: 'f', with: { x: '${{ secrets.TOKEN }}' } },
+    },
+  });
+  assert.deepEqual(
+    mixed.issues.map((i) => [i.job, i.field, i.message]),
+    [
+      ['both', 'run', "cannot be combined with 'uses': the called workflow's jobs run the commands; move this command to a job of its own"],
+      ['loose', 'with', "is read only with 'uses:' (the inputs of the workflow a job calls); add 'uses: <workflow id>' or remove 'with'"],
+      ['secret', 'with.x', `'\${{ secrets.TOKEN }}' cannot be passed in with: a run's inputs are kept with it and shown; the called workflow reads its secrets itself (README "Secrets")`],
+    ],
+  );
+});
+
+test('a call of a workflow saved later is checked when it starts: a missing workflow or input fails the calling job, naming it', { timeout: 60_000 }, async (t) => {
+  const srv = await startInProcess({ reapIntervalMs: 200 });
+  t.after(() => srv.close());
+  const api = client(srv.url);
+  await api.createWorkflow({ id: 'early', jobs: { go: { uses: 'later', with: { who: 'me' } }, after: { needs: 'go', if: 'failure()', run: 'true' } } });
+  await api.run('early');
+  const missing = await until(async () => {
+    const s = await api.status('early');
+    return job(s, 'go').state === 'failed' ? s : null;
+  }, 'the call of a missing workflow to fail');
+  assert.equal(job(missing, 'go').error, 'called workflow "later" does not exist');
+  assert.equal(job(missing, 'go').child_run, null);
+  await api.createWorkflow({ id: 'later', inputs: { target: { required: true } }, jobs: { go: { run: 'true' } } });
+  await api.post('/api/workflows/early/cancel');
+  await api.run('early');
+  const unfit = await until(async () => {
+    const s = await api.status('early');
+    return s.run_number === 2 && job(s, 'go').state === 'failed' ? s : null;
+  }, 'the call with inputs the workflow does not take to fail');
+  assert.equal(
+    job(unfit, 'go').error,
+    'cannot start called workflow "later": workflow "later" has no input "who" (it declares target); required input "target" not given',
+  );
+  assert.deepEqual((await api.get('/api/workflows/later/runs')).body, [], 'no run of it started');
 });

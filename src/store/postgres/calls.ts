@@ -89,7 +89,7 @@ export async function settleCall(sql: Sql, req: SettleCallRequest): Promise<Sett
     const [seen] = await q(QUERIES.getJob, [req.workflow_id, req.run_number, req.job_id]);
     if (!seen || seen.call_spec === null || seen.call_spec === undefined) return { kind: 'moved' };
     const first = toJob(seen);
-    const locked = await q(QUERIES.lockCallAndBelow, [req.workflow_id, req.run_number, JSON.stringify(first.dependents), first.row_id]);
+    const locked = await q(QUERIES.lockCallAndBelow, [req.workflow_id, req.run_number, first.dependents, first.row_id]);
     const mine = locked.find((r) => Number(r.row_id) === first.row_id);
     const job = mine ? toJob(mine) : null;
     const expected =
