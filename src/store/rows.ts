@@ -13,8 +13,9 @@ export type Row = Record<string, unknown>;
 
 /** Column values of a new job of run `runNumber`, JSON columns encoded. */
 export function jobRow(j: NewJob, runNumber: number): Row {
+  const { call, child_run: childRun, ...rest } = j;
   return {
-    ...j,
+    ...rest,
     run_number: runNumber,
     env: JSON.stringify(j.env),
     labels: JSON.stringify(j.labels),
@@ -42,9 +43,8 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     cancel_in_progress: j.cancel_in_progress ? 1 : 0,
     ...approvalColumns(j.approval ?? null),
     // README "Workflows calling workflows" (schema version 23).
-    call: undefined,
-    call_spec: j.call ? JSON.stringify(j.call) : null,
-    child_run: j.child_run ?? null,
+    call_spec: call ? JSON.stringify(call) : null,
+    child_run: childRun ?? null,
   };
 }
 
