@@ -5,7 +5,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CallGraphLoader, callChainProblem, childFailure, childOutputs, type CallEdge } from '../../src/domain/calls.js';
+import { CallGraphLoader, callChainProblem, childFailure, childOutputs, type CallEdge, type ChildJob } from '../../src/domain/calls.js';
 import { DefinitionError, definitionDocument, parseWorkflowObject, parseWorkflowText } from '../../src/definitions/index.js';
 import { planRun } from '../../src/engine/run-plan.js';
 
@@ -65,7 +65,7 @@ describe('what a child hands back', () => {
         lit: { value: "${{ 'fixed' }}", description: null },
       },
     };
-    const jobs = [
+    const jobs: ChildJob[] = [
       { job_id: 'build', status: 'success', outputs: { path: '/out/app' }, finished_at_ms: 10 },
       { job_id: 'test~0', status: 'success', outputs: { region: 'eu' }, finished_at_ms: 30 },
       { job_id: 'test~1', status: 'success', outputs: { region: 'us' }, finished_at_ms: 20 },
@@ -129,7 +129,7 @@ describe('uses, with and outputs in definitions', () => {
   test('refused, each naming the job and field: with without uses, uses with run and other keys, a bad id, secrets in with, jobs.* outside outputs, unknown jobs in outputs', () => {
     const issues = (value: unknown) => {
       try {
-        parseWorkflowText(JSON.stringify(value), { source: 'x.yml', id: 'x' });
+        parseWorkflowText(JSON.stringify(value), { source: 'x.json', format: 'json', id: 'x' });
       } catch (err) {
         if (err instanceof DefinitionError) return err.issues.map((i) => [i.job, i.field, i.message]);
         throw err;
