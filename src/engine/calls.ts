@@ -1,13 +1,12 @@
 import type { Logger } from 'pino';
-import { MAX_CALL_DEPTH, callsOf } from '../domain/calls.js';
+import { MAX_CALL_DEPTH } from '../domain/calls.js';
 import { WeftError } from '../protocol/errors.js';
-import type { JobChange, JobRecord, RunKey, Store, StoreReads } from '../store/store.js';
+import type { JobChange, JobRecord, RunKey, StartRunOutcome, Store, StoreReads } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import type { RunEnd } from '../store/run-end-types.js';
 import { childResult } from './call-ends.js';
 import { resolveEnv } from './needs-values.js';
 import { freshRun, type RunStart } from './run-start.js';
-import type { StartRunOutcome } from '../store/store.js';
 
 /** How many ready calls, and orphaned child runs, one read takes; a read that fills it is followed by another. */
 const CALLS_PER_READ = 100;
@@ -196,7 +195,19 @@ export class Calls {
   private async settled(job: JobRecord, changes: readonly JobChange[]): Promise<void> {
     await this.ctx.changed(changes);
     if (job.status === 'queued') this.wakeAt(job.ready_at_ms);
-    if (job.status === 'failed') await this.cancelOrphans();
+    if (job.status === 'failed') await this.sweep();
+  }
+
+  /**
+   * cancelOrphans after a change this server made, which stands whatever happens here: a failure is
+   * logged, and the reaper's next pass (any server's) sweeps again.
+   */
+  async sweep(): Promise<void> {
+    try {
+      await this.cancelOrphans();
+    } catch (err) {
+      if (!(err instanceof StoreUnavailableError)) this.ctx.log.error({ err }, 'cancelling called runs whose caller moved on failed; the reaper tries again');
+    }
   }
 
   private wakeAt(atMs: number): void {
@@ -263,6 +274,3 @@ async function depthOf(r: StoreReads, job: JobRecord): Promise<number> {
   }
   return depth;
 }
-
-/** The workflows a definition calls (re-exported for the engine's save checks). */
-export { callsOf };

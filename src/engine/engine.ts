@@ -326,7 +326,7 @@ export class Engine extends EngineReads {
       this.log.info({ workflow_id: id, runs, jobs: cancelled }, runs.length > 1 ? 'runs cancelled' : 'run cancelled');
       await this.queued.after(outcome.changes);
       // Its calls' runs, and theirs in turn (README "Workflows calling workflows").
-      await this.calls.cancelOrphans();
+      await this.calls.sweep();
     }
     return { cancelled, cancelled_runs: runs, status: await this.status(id) };
   }

@@ -9,6 +9,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseSecretKey } from '../../src/engine/secret-box.js';
 import { alive } from '../helpers/process.js';
 import { client, until } from '../helpers/http.js';
 import { sandbox, serverProcess, spawnWeft, startInProcess, track, type Sandbox } from '../helpers/server.js';
@@ -219,4 +221,47 @@ test('a call of a workflow saved later is checked when it starts: a missing work
     'cannot start called workflow "later": workflow "later" has no input "who" (it declares target); required input "target" not given',
   );
   assert.deepEqual((await api.get('/api/workflows/later/runs')).body, [], 'no run of it started');
+});
+
+test('a child cancelled on its own fails its calling job without a retry, naming the cancelled run', { timeout: 60_000 }, async (t) => {
+  const srv = await startInProcess({ reapIntervalMs: 200 });
+  t.after(() => srv.close());
+  const api = client(srv.url);
+  await api.createWorkflow({ id: 'inner', jobs: { wait: { run: 'true', labels: ['nobody'] } } });
+  await api.createWorkflow({ id: 'outer', jobs: { call: { uses: 'inner', retries: 3 }, after: { needs: 'call', if: 'failure()', run: 'true' } } });
+  await api.run('outer');
+  await until(async () => job(await api.status('outer'), 'call').child_run !== null, 'the child to start');
+  assert.equal((await api.post('/api/workflows/inner/cancel')).status, 202);
+  const failed = await until(async () => {
+    const s = await api.status('outer');
+    return job(s, 'call').state === 'failed' ? s : null;
+  }, 'the calling job to fail');
+  assert.equal(job(failed, 'call').error, 'called workflow "inner" run #1 was cancelled');
+  assert.equal(job(failed, 'call').attempt, 0, 'not retried: someone meant the child to stop');
+  assert.equal(job(failed, 'after').state, 'queued', 'what runs after a failure runs');
+  assert.equal((await api.get('/api/workflows/inner/runs')).body.length, 1);
+});
+
+test('a value passed through with: is text to the called run: an upstream output holding ${{ secrets.X }} does not open the secret there', { timeout: 60_000 }, async (t) => {
+  const srv = await startInProcess({ secretKey: parseSecretKey(randomBytes(32).toString('hex'), 'test key') });
+  t.after(() => srv.close());
+  const api = client(srv.url);
+  assert.equal((await api.put('/api/secrets/DEPLOY_KEY', { value: 'the-real-key' })).status, 201);
+  await api.createWorkflow({ id: 'inner', inputs: { v: { required: true } }, jobs: { show: { env: { V: '${{ inputs.v }}' }, run: 'echo "$V"' } } });
+  await api.createWorkflow({
+    id: 'outer',
+    jobs: { make: { run: 'true' }, call: { needs: 'make', uses: 'inner', with: { v: 'got ${{ needs.make.outputs.evil }}' } } },
+  });
+  await api.run('outer');
+  const make = await until(() => api.claim('w1'), 'the producing job');
+  assert.equal(make.job.job_id, 'make');
+  const evil = '${{ secrets.DEPLOY_KEY }}';
+  assert.equal((await api.post(`/api/jobs/${make.lease.lease_id}/complete`, { outputs: { evil } })).status, 200);
+  const show = await until(() => api.claim('w1'), "the called run's job");
+  assert.equal(show.job.workflow_id, 'inner');
+  assert.equal(show.job.env.V, `got ${evil}`);
+  assert.equal(show.job.env.WEFT_INPUT_V, `got ${evil}`);
+  assert.equal(show.job.mask, undefined, 'no secret was opened for it');
+  assert.ok(!JSON.stringify(show).includes('the-real-key'));
+  assert.deepEqual((await api.get('/api/workflows/inner/status')).body.run.inputs, { v: `got ${evil}` });
 });
