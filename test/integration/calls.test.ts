@@ -137,7 +137,7 @@ test("cancelling the caller's run cancels its running child, whose worker stops 
   assert.equal(job(top, 'outer').state, 'cancelled');
 });
 
-test('definitions that call workflows wrongly are refused through HTTP with 400 invalid_workflow naming the job, field and chain', { timeout: 60_000 }, async (t) => {
+test('definitions that call workflows wrongly are refused through HTTP with 400 invalid_workflow naming the job, field and chain', { timeout: 120_000 }, async (t) => {
   const srv = await startInProcess();
   t.after(() => srv.close());
   const api = client(srv.url);
@@ -197,7 +197,7 @@ test('definitions that call workflows wrongly are refused through HTTP with 400 
   );
 });
 
-test('a call of a workflow saved later is checked when it starts: a missing workflow or input fails the calling job, naming it', { timeout: 60_000 }, async (t) => {
+test('a call of a workflow saved later is checked when it starts: a missing workflow or input fails the calling job, naming it', { timeout: 120_000 }, async (t) => {
   const srv = await startInProcess({ reapIntervalMs: 200 });
   t.after(() => srv.close());
   const api = client(srv.url);
@@ -223,7 +223,7 @@ test('a call of a workflow saved later is checked when it starts: a missing work
   assert.deepEqual((await api.get('/api/workflows/later/runs')).body, [], 'no run of it started');
 });
 
-test('a child cancelled on its own fails its calling job without a retry, naming the cancelled run', { timeout: 60_000 }, async (t) => {
+test('a child cancelled on its own fails its calling job without a retry, naming the cancelled run', { timeout: 120_000 }, async (t) => {
   const srv = await startInProcess({ reapIntervalMs: 200 });
   t.after(() => srv.close());
   const api = client(srv.url);
@@ -242,7 +242,7 @@ test('a child cancelled on its own fails its calling job without a retry, naming
   assert.equal((await api.get('/api/workflows/inner/runs')).body.length, 1);
 });
 
-test('a value passed through with: is text to the called run: an upstream output holding ${{ secrets.X }} does not open the secret there', { timeout: 60_000 }, async (t) => {
+test('a value passed through with: is text to the called run: an upstream output holding ${{ secrets.X }} does not open the secret there', { timeout: 120_000 }, async (t) => {
   const srv = await startInProcess({ secretKey: parseSecretKey(randomBytes(32).toString('hex'), 'test key') });
   t.after(() => srv.close());
   const api = client(srv.url);
