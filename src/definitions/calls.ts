@@ -38,6 +38,10 @@ export function readCall(raw: Plain, label: string, issues: Issues): { uses: str
     const why = NOT_WITH_USES[key];
     if (why !== undefined && !isAbsent(raw[key])) issues.add(label, key, `cannot be combined with 'uses': ${why}`);
   }
+  // No claim starts a call, so nothing would hold its instances to max_parallel.
+  if (isPlainObject(raw.strategy) && !isAbsent(raw.strategy.max_parallel)) {
+    issues.add(label, 'strategy.max_parallel', "cannot be combined with 'uses': give the called workflow concurrency: { max_runs: N, when_full: queue } to run N of its runs at once");
+  }
   const uses = readUses(raw.uses, { issues, job: label, field: 'uses' });
   const values = isAbsent(raw.with) ? undefined : readWith(raw.with, { issues, job: label, field: 'with' });
   if (uses === undefined) return undefined;
