@@ -65,6 +65,7 @@ export const TRIGGER_TEXT: Record<NonNullable<RunSummary['trigger']>, string> = 
   webhook: 'webhook',
   event: 'event',
   workflow_run: 'after a run',
+  call: 'call',
 };
 
 /** A run's trigger with the event it came with: `webhook push`, `event deployed`, `after a run`. */

@@ -12,7 +12,7 @@ import type { Issues } from './issues.js';
 type Kind = ExprRef['kind'];
 
 /** What every field of a job may reference. */
-const ALLOWED: Record<'name' | 'labels' | 'env' | 'run' | 'group', ReadonlySet<Kind>> = {
+const ALLOWED: Record<'name' | 'labels' | 'env' | 'run' | 'group' | 'with' | 'outputs', ReadonlySet<Kind>> = {
   // The run's event is known when it starts, as its inputs are (README "Triggers and notifications").
   name: new Set(['matrix', 'inputs', 'item', 'event', 'event_name', 'literal']),
   // A job's concurrency group is fixed when its run starts (README "Concurrency groups").
@@ -21,6 +21,11 @@ const ALLOWED: Record<'name' | 'labels' | 'env' | 'run' | 'group', ReadonlySet<K
   // A secret only ever reaches a job through its env, filled in the claim answer (README "Secrets").
   env: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'item', 'secrets', 'event', 'event_name', 'literal']),
   run: new Set(['matrix', 'literal']),
+  // The called workflow's inputs (README "Workflows calling workflows"): as env, but no secret, since
+  // a run's inputs are kept with it and shown.
+  with: new Set(['matrix', 'inputs', 'needs_output', 'needs_result', 'literal']),
+  // A workflow's outputs, read when its run ends.
+  outputs: new Set(['jobs_output', 'inputs', 'literal']),
 };
 
 function refText(ref: ExprRef): string {
@@ -41,6 +46,8 @@ function refText(ref: ExprRef): string {
       return `event.${pathText(ref.path)}`;
     case 'event_name':
       return 'event_name';
+    case 'jobs_output':
+      return `jobs.${ref.job}.outputs.${ref.key}`;
     case 'literal':
       return `'${ref.value.replace(/'/g, "''")}'`;
   }
@@ -77,6 +84,33 @@ export function checkJobExpressions(job: JobSpec, commandField: string, scope: E
   for (const [k, v] of Object.entries(job.env)) check(v, `env.${k}`, 'env');
   check(job.command, commandField, 'run');
   if (job.concurrency) check(job.concurrency.group, 'concurrency.group', 'group');
+  for (const [k, v] of Object.entries(job.with ?? {})) check(v, `with.${k}`, 'with');
+}
+
+/**
+ * A workflow's `outputs:` (README "Workflows calling workflows"): each names a job of the workflow and
+ * one of its outputs, an input it declares, or literal text.
+ */
+export function checkOutputExpressions(outputs: Readonly<Record<string, { value: string }>>, jobIds: ReadonlySet<string>, scope: ExpressionScope, issues: Issues): void {
+  for (const [name, { value }] of Object.entries(outputs)) {
+    const field = `outputs.${name}`;
+    const parsed = parseTemplate(value);
+    if ('error' in parsed) {
+      issues.add(null, field, parsed.error);
+      continue;
+    }
+    for (const part of parsed.parts) {
+      if (typeof part === 'string') continue;
+      const ref = part.ref;
+      if (!ALLOWED.outputs.has(ref.kind)) {
+        issues.add(null, field, `'\${{ ${refText(ref)} }}' cannot be used in outputs: only \${{ jobs.<job>.outputs.<key> }}, \${{ inputs.<name> }} and literal text`);
+      } else if (ref.kind === 'jobs_output' && !jobIds.has(ref.job)) {
+        issues.add(null, field, `'jobs.${ref.job}' is not a job of this workflow (jobs: ${[...jobIds].join(', ')})`);
+      } else if (ref.kind === 'inputs' && !scope.inputs.has(ref.key)) {
+        issues.add(null, field, `unknown input '${ref.key}' (declared: ${[...scope.inputs].join(', ') || 'none'})`);
+      }
+    }
+  }
 }
 
 function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
@@ -85,6 +119,11 @@ function notAllowed(ref: ExprRef, where: keyof typeof ALLOWED): string {
     return `'\${{ ${text} }}' cannot be used in a command: a run-time value never becomes shell text. Pass it through env instead (env: { VALUE: '\${{ ${text} }}' }) and use "$VALUE"`;
   }
   if (where === 'group') return `'\${{ ${text} }}' cannot be used in a concurrency group: only inputs, matrix values and the event, known when the run starts`;
+  if (ref.kind === 'jobs_output') return `'\${{ ${text} }}' can be used only in the workflow's outputs:; a job reads another's outputs as '\${{ needs.<job>.outputs.<key> }}'`;
+  if (where === 'with' && ref.kind === 'secrets') {
+    return `'\${{ ${text} }}' cannot be passed in with: a run's inputs are kept with it and shown; the called workflow reads its secrets itself (README "Secrets")`;
+  }
+  if (where === 'with') return `'\${{ ${text} }}' cannot be used in with: only matrix values, inputs, and needs' outputs and results`;
   if (ref.kind === 'secrets') return `'\${{ ${text} }}' cannot be used in ${where}: a secret reaches a job only through its env (env: { VALUE: '\${{ ${text} }}' })`;
   return `'\${{ ${text} }}' cannot be used in ${where}: it is known only once the run is under way, so it may appear in env values${ref.kind === 'item' ? ' and name' : ''} only`;
 }
@@ -107,6 +146,7 @@ function unknownName(ref: ExprRef, job: JobSpec, matrixKeys: ReadonlySet<string>
     case 'event_name':
       // Any run may have an event, or none (then '' as in GitHub Actions): nothing to check here.
     case 'literal':
+    case 'jobs_output':
       return null;
   }
 }

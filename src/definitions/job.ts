@@ -11,6 +11,7 @@ import type { Issues } from './issues.js';
 import { readSteps } from './steps.js';
 import { readApproval } from './approval.js';
 import { readJobConcurrency } from './concurrency.js';
+import { readCall } from './calls.js';
 import { readForEach, readStrategy } from './strategy.js';
 import { hasExpression } from '../domain/expressions.js';
 import {
@@ -57,7 +58,7 @@ const RUNTIME_KEYS = ['status', 'duration_secs', 'started_at', 'output', 'attemp
 const PRESENTATION_KEYS = ['metadata', 'ports', 'children', 'collapsed'] as const;
 
 export const CONTRACT_JOB_KEYS: JobKeys = {
-  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority', 'approval', 'concurrency'],
+  allowed: ['name', 'needs', 'if', 'run', 'steps', 'labels', 'retries', 'backoff', 'env', 'timeout_secs', 'strategy', 'for_each', 'artifacts', 'download', 'priority', 'approval', 'concurrency', 'uses', 'with'],
   needs: 'needs',
   command: 'run',
   steps: 'steps',
@@ -85,6 +86,9 @@ export const CONTRACT_JOB_KEYS: JobKeys = {
     approve: 'approval',
     manual: 'approval',
     block: 'approval',
+    call: 'uses',
+    calls: 'uses',
+    workflow: 'uses',
   },
   presentation: false,
 };
@@ -144,10 +148,14 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
   // `approval:` (README "Approvals"), contract form only: a gated job may have no command of its own.
   const approval = keys.steps !== null && !isAbsent(raw.approval) ? readApproval(raw.approval, at('approval')) : undefined;
   const gateOnly = keys.steps !== null && !isAbsent(raw.approval) && raw.approval !== false && isAbsent(raw[keys.command]) && isAbsent(raw[keys.steps!]);
+  // `uses:` (README "Workflows calling workflows"), contract form only: the called workflow's jobs run
+  // the commands, so such a job has none of its own.
+  const calling = keys.steps !== null && !isAbsent(raw.uses);
+  const call = keys.steps !== null ? readCall(raw, label, issues) : undefined;
   const spec: JobSpec = {
     id,
     name,
-    command: gateOnly ? '' : readCommand(raw, keys, label, issues),
+    command: gateOnly || calling ? '' : readCommand(raw, keys, label, issues),
     needs,
     labels,
     max_retries: retries,
@@ -186,6 +194,11 @@ export function readJob(raw: Plain, id: string, label: string, keys: JobKeys, is
     if (concurrency) spec.concurrency = concurrency;
   }
   if (gateOnly && approval && spec.artifacts !== undefined) issues.add(label, 'artifacts', "a job without 'run' uploads nothing; remove 'artifacts' or add 'run'");
+  // Left out when absent, so that definitions without them keep their shape and hash.
+  if (call) {
+    spec.uses = call.uses;
+    if (call.with) spec.with = call.with;
+  }
   return spec;
 }
 

@@ -49,6 +49,11 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
     };
   }
   if (def.priority !== undefined) doc.priority = def.priority;
+  if (def.outputs) {
+    doc.outputs = Object.fromEntries(
+      Object.entries(def.outputs).map(([name, o]) => [name, o.description !== null ? { value: o.value, description: o.description } : o.value]),
+    );
+  }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
   // Key order as a file would have it: jobs last. fromEntries: a job may be named `__proto__`.
   return { ...doc, id: def.id, jobs: Object.fromEntries(def.jobs.map((job) => [job.id, jobDocument(job)])) };
@@ -79,8 +84,13 @@ function jobDocument(job: JobSpec): Record<string, unknown> {
   if (job.name !== job.id) out.name = job.name;
   if (job.needs.length > 0) out.needs = [...job.needs];
   if (job.condition !== undefined && job.condition !== 'success') out.if = `${job.condition}()`;
-  // An approval alone has no command (README "Approvals").
-  if (job.command !== '' || !job.approval) out.run = job.command;
+  // An approval alone has no command (README "Approvals"), nor has a call (README "Workflows calling workflows").
+  if (job.uses !== undefined) {
+    out.uses = job.uses;
+    if (job.with) out.with = { ...job.with };
+  } else if (job.command !== '' || !job.approval) {
+    out.run = job.command;
+  }
   if (job.labels.length > 0) out.labels = [...job.labels];
   if (job.max_retries > 0) out.retries = job.max_retries;
   const backoff = backoffDocument(job.backoff);

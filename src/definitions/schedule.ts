@@ -8,12 +8,13 @@ import type { Schedule, WorkflowTriggers } from '../domain/model.js';
 import type { Issues } from './issues.js';
 import { readTriggers, TRIGGER_KEYS, TRIGGER_NEEDS } from './triggers.js';
 import { type At, checkDepth, checkKeys, child, describe, isAbsent, isPlainObject, readString } from './values.js';
+import { checkWorkflowCall } from './calls.js';
 
 /**
  * The events `on:` may name as keys; `schedule` and the keys of triggers.ts start runs, the others are
- * shown as the trigger.
+ * shown as the trigger (`workflow_call`: README "Workflows calling workflows").
  */
-export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule', ...TRIGGER_KEYS] as const;
+export const ON_KEYS = ['push', 'pull_request', 'workflow_dispatch', 'schedule', 'workflow_call', ...TRIGGER_KEYS] as const;
 const SCHEDULE_KEYS = ['cron', 'timezone', 'catch_up'] as const;
 const CATCH_UP = ['latest', 'none'] as const;
 
@@ -56,6 +57,8 @@ export function readOn(value: unknown, issues: Issues): ReadOn {
     });
     if (Object.hasOwn(value, 'schedule')) schedules = readSchedules(value.schedule, child(at, 'schedule'));
     triggers = readTriggers(value, at);
+    // README "Workflows calling workflows": GitHub's mark of a reusable workflow, shown as the trigger.
+    if (Object.hasOwn(value, 'workflow_call')) checkWorkflowCall(value.workflow_call, child(at, 'workflow_call'));
   }
   const text = renderCompact(value, true);
   const extra = triggers ? { triggers } : {};

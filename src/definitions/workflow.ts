@@ -8,7 +8,8 @@ import { type GraphJob, checkGraph } from './graph.js';
 import { Issues } from './issues.js';
 import { checkGroupInputs, readConcurrency } from './concurrency.js';
 import { readInputs } from './inputs.js';
-import { checkInstanceLabels, checkJobExpressions, type ExpressionScope } from './expressions.js';
+import { checkInstanceLabels, checkJobExpressions, checkOutputExpressions, type ExpressionScope } from './expressions.js';
+import { readOutputs } from './calls.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn, type ReadOn } from './schedule.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readPriority, readString } from './values.js';
@@ -17,7 +18,7 @@ import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, read
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
-const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'priority', 'jobs'] as const;
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'priority', 'outputs', 'jobs'] as const;
 const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'priority', 'jobs'] as const;
 
 export interface IdSource {
@@ -53,6 +54,10 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   checkGroupInputs(concurrency?.group, scope.inputs, { issues, job: null, field: 'concurrency' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues, scope);
   checkGraph(graph, arrayForm ? ARRAY_JOB_KEYS.needs : CONTRACT_JOB_KEYS.needs, issues);
+  // README "Workflows calling workflows": what a run hands to the job that called it.
+  const outputs = arrayForm ? undefined : readOutputs(doc.outputs, { issues, job: null, field: 'outputs' });
+  if (outputs) checkOutputExpressions(outputs, new Set(jobs.map((j) => j.id)), scope, issues);
+  for (const j of jobs) if (j.uses === id) issues.add(j.id, 'uses', `a workflow cannot call itself (uses: ${id})`);
   // A scheduled run is started with the inputs' defaults only: one it could not start is refused now.
   if (on.schedules.length > 0) {
     for (const [name, spec] of Object.entries(inputs ?? {})) {
@@ -75,6 +80,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   if (concurrency !== undefined) def.concurrency = concurrency;
   // Left out when absent, so that a definition without it keeps its shape and hash.
   if (priority !== undefined) def.priority = priority;
+  if (outputs !== undefined && Object.keys(outputs).length > 0) def.outputs = outputs;
   return def;
 }
 

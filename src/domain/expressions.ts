@@ -18,6 +18,8 @@ export type ExprRef =
   | { kind: 'event'; path: Path }
   /** The name of that event (`push`, `deployed`, `workflow_run`, …); '' for a run started otherwise. */
   | { kind: 'event_name' }
+  /** `${{ jobs.<job>.outputs.<key> }}`: only in a workflow's `outputs:` (README "Workflows calling workflows"). */
+  | { kind: 'jobs_output'; job: string; key: string }
   /** `${{ '…' }}`: text as written (`''` is one quote), e.g. `${{ '${{' }}` for a literal opener. */
   | { kind: 'literal'; value: string };
 
@@ -38,10 +40,11 @@ const FORMS: Array<[RegExp, (m: RegExpExecArray) => ExprRef]> = [
   [new RegExp(`^secrets\\.(${SECRET_NAME_PATTERN})$`), (m) => ({ kind: 'secrets', name: m[1]! })],
   [new RegExp(`^event\\.(${PATH_SOURCE})$`), (m) => ({ kind: 'event', path: parsePath(m[1]!)! })],
   [/^event_name$/, () => ({ kind: 'event_name' })],
+  [new RegExp(`^jobs\\.(${JOB})\\.outputs\\.(${KEY})$`), (m) => ({ kind: 'jobs_output', job: m[1]!, key: m[2]! })],
   [/^'((?:[^']|'')*)'$/, (m) => ({ kind: 'literal', value: m[1]!.replace(/''/g, "'") })],
 ];
 
-export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, event.<path>, event_name, '<text>'";
+export const EXPRESSION_FORMS = "matrix.<key>, inputs.<name>, needs.<job>.outputs.<key>, needs.<job>.result, item, item.<key>, secrets.<NAME>, event.<path>, event_name, jobs.<job>.outputs.<key>, '<text>'";
 
 
 export function hasExpression(text: string): boolean {

@@ -87,6 +87,13 @@ export interface JobSpec {
    * or workflow, whose group evaluates to the same name runs at once. Absent: none, so its hash is unchanged.
    */
   concurrency?: JobConcurrency;
+  /**
+   * `uses:` (README "Workflows calling workflows"): the job starts a run of this workflow and ends as
+   * it ends; such a job has no command. Absent on every other job, so its hash is unchanged.
+   */
+  uses?: string;
+  /** `with:` of a `uses:` job: the called workflow's input values, templates as written; absent: none. */
+  with?: Record<string, string>;
 }
 
 /** A job's concurrency group, written with `${{ inputs.* }}` and `${{ matrix.* }}` as the author gave it. */
@@ -162,6 +169,17 @@ export interface WorkflowDefinition {
    * from outside. Absent when the workflow has none of them, so such a definition hashes as before.
    */
   triggers?: WorkflowTriggers;
+  /**
+   * `outputs:` (README "Workflows calling workflows"): what a run of this workflow hands to the job
+   * that called it, each a template of `${{ jobs.<job>.outputs.<key> }}`; absent: none.
+   */
+  outputs?: Record<string, WorkflowOutput>;
+}
+
+/** One declared output of a workflow: its value as a template, and what it is for. */
+export interface WorkflowOutput {
+  value: string;
+  description: string | null;
 }
 
 /** The `on:` keys that start runs from outside (README "Webhooks", "Events", "Runs that follow runs"). */
@@ -215,9 +233,10 @@ export interface Concurrency {
  * What started a run (README "Dashboard"): `manual` a start through the API (the CLI, the dashboard),
  * `schedule` a cron schedule, `rerun` a re-run of an earlier run, `webhook` a signed delivery to
  * POST /api/hooks/{id}, `event` a named event (POST /api/events/{name}), `workflow_run` the end of a
- * run of another workflow (README "Triggers and notifications").
+ * run of another workflow (README "Triggers and notifications"), `call` a job of another workflow's
+ * run (README "Workflows calling workflows").
  */
-export const RUN_TRIGGERS = ['manual', 'schedule', 'rerun', 'webhook', 'event', 'workflow_run'] as const;
+export const RUN_TRIGGERS = ['manual', 'schedule', 'rerun', 'webhook', 'event', 'workflow_run', 'call'] as const;
 export type RunTrigger = (typeof RUN_TRIGGERS)[number];
 
 /** The default: one active run; another start is refused. */

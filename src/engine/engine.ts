@@ -37,6 +37,9 @@ import { JobGroups } from './job-groups.js';
 import { Triggers, type StartFrom } from './triggers.js';
 import { followRuns } from './follow.js';
 import { RunEnds } from './run-ends.js';
+import { Calls } from './calls.js';
+import { callChainError, checkCallInputs } from './call-checks.js';
+import type { StartRunOutcome } from '../store/store.js';
 import { Tracing } from './tracing.js';
 
 export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
@@ -76,6 +79,8 @@ export class Engine extends EngineReads {
   readonly triggers: Triggers;
   /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
   readonly runEnds: RunEnds;
+  /** Workflows calling workflows (README "Workflows calling workflows"): child runs started, ended, cancelled. */
+  readonly calls: Calls;
   /** Spans of runs and attempts (README "Traces (OpenTelemetry)"); null unless a span sink was given. */
   readonly tracing: Tracing | null;
 
@@ -87,6 +92,23 @@ export class Engine extends EngineReads {
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.runEnds = new RunEnds(opts.store, opts.logger);
+    this.calls = new Calls({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      checkSecrets: (id, jobs) => this.secrets.checkSet(id, jobs.map((j) => ({ id: j.job_id, env: j.env }))),
+      runStarted: (id, start, outcome) => this.runStarted(id, start, outcome),
+      runQueued: (id, start, outcome) => this.runQueued(id, start, outcome),
+      changed: async (changes) => {
+        this.announce(changes);
+        await this.queued.after(changes);
+      },
+      cancelled: async (id) => {
+        this.events.emit('workflow', id);
+      },
+    });
+    // A called workflow's run that ended hands its end to its calling job (docs/architecture.md "Run ends").
+    this.runEnds.handle('call', (ends) => this.calls.ended(ends));
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     const startFrom: StartFrom = (id, from, check) => this.startFrom(id, from, check);
     this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: startFrom });
@@ -124,6 +146,7 @@ export class Engine extends EngineReads {
       announce: (changes) => this.announce(changes),
       jobGroups: this.jobGroups,
       runEnds: this.runEnds,
+      calls: this.calls,
       attemptEnded: (event) => this.events.emit('attempt', event),
       scheduledRunStarted: (outcome, labelSets) => {
         this.labelSets.add(labelSets);
@@ -154,6 +177,7 @@ export class Engine extends EngineReads {
         this.emitJobs(changes);
         this.jobGroups.afterChanges(changes);
         this.runEnds.afterChanges();
+        this.calls.afterChanges(changes);
         this.waiters.wake();
       },
       logs: (c) => this.events.emit('logs', c),
@@ -180,9 +204,13 @@ export class Engine extends EngineReads {
   /** Creates a workflow; 409 when the id is taken. */
   async createWorkflow(def: WorkflowDefinition, hash: string): Promise<StatusDocument> {
     const rec = this.newWorkflowRecord(def, hash, 'api');
-    if ((await this.store.createWorkflow(rec)) === 'exists') {
+    await this.store.read((r) => checkCallInputs(r, def));
+    const outcome = await this.store.createWorkflow(rec);
+    if (outcome === 'exists') {
       throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
     }
+    if (typeof outcome === 'object') throw callChainError(def, outcome);
+    this.calls.noteDefinition(def.id, def);
     this.events.emit('workflow', def.id);
     return statusDocument(rec, null, null);
   }
@@ -196,7 +224,12 @@ export class Engine extends EngineReads {
     hash: string,
     source: 'file' | 'api',
   ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; status: StatusDocument }> {
+    // README "Workflows calling workflows": the called workflows saved now take its `with:` values, and
+    // the store refuses a cycle or a chain too deep (a 400 naming the chain).
+    await this.store.read((r) => checkCallInputs(r, def));
     const outcome = await this.store.saveWorkflow(this.newWorkflowRecord(def, hash, source));
+    if (typeof outcome === 'object') throw callChainError(def, outcome);
+    this.calls.noteDefinition(def.id, def);
     if (outcome !== 'unchanged') this.events.emit('workflow', def.id);
     return { outcome, status: await this.status(def.id) };
   }
@@ -245,6 +278,8 @@ export class Engine extends EngineReads {
       });
       const { jobs, labelSets, inputs, rerun_of, group, trigger, delivery_key } = start;
       const event = start.event && { name: start.event.name, payload: start.event.text };
+      // Its changes may queue calls of other workflows (README "Workflows calling workflows").
+      this.calls.noteDefinition(id, wf.definition);
       // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
       await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
       const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group, trigger, event, delivery_key });
@@ -264,26 +299,12 @@ export class Engine extends EngineReads {
           );
         }
         case 'queued':
-          this.labelSets.add(labelSets);
-          this.peers.sendLabelSets();
-          this.events.emit('workflow', id);
-          // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
-          this.waiters.wake();
-          this.log.info(
-            { workflow_id: id, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
-            group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
-          );
-          await this.queued.afterQueued(id, group !== null, outcome);
+          await this.runQueued(id, start, outcome);
           return { run: outcome.run, duplicate: false };
         case 'stale':
           continue;
         case 'started':
-          this.labelSets.add(labelSets);
-          this.peers.sendLabelSets();
-          if (jobs.some((j) => j.concurrency_group !== null)) this.jobGroups.note(id);
-          this.announce(outcome.changes);
-          // Its jobs that arrived in a concurrency group replace the group's waiting ones before the answer.
-          if (jobs.some((j) => j.concurrency_group !== null && j.status === 'queued')) await this.jobGroups.settle().catch(() => undefined);
+          await this.runStarted(id, start, outcome);
           this.log.info(
             { workflow_id: id, run_number: outcome.run.run_number, trigger, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
             rerun_of !== null ? 'run started (re-run)' : 'run started',
@@ -292,6 +313,32 @@ export class Engine extends EngineReads {
       }
     }
     throw new Error(`workflow "${id}" kept changing while its run was being started`);
+  }
+
+  /** After a start (or a called workflow's start) found the run waiting: its label sets and group told. */
+  private async runQueued(id: string, start: RunStart, outcome: StartRunOutcome & { kind: 'queued' }): Promise<void> {
+    const { labelSets, group } = start;
+    this.labelSets.add(labelSets);
+    this.peers.sendLabelSets();
+    this.events.emit('workflow', id);
+    // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
+    this.waiters.wake();
+    this.log.info(
+      { workflow_id: id, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
+      group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
+    );
+    await this.queued.afterQueued(id, group !== null, outcome);
+  }
+
+  /** After a start (or a called workflow's start): its label sets, changes and job groups told. */
+  private async runStarted(id: string, start: RunStart, outcome: StartRunOutcome & { kind: 'started' }): Promise<void> {
+    const { jobs, labelSets } = start;
+    this.labelSets.add(labelSets);
+    this.peers.sendLabelSets();
+    if (jobs.some((j) => j.concurrency_group !== null)) this.jobGroups.note(id);
+    this.announce(outcome.changes);
+    // Its jobs that arrived in a concurrency group replace the group's waiting ones before the answer.
+    if (jobs.some((j) => j.concurrency_group !== null && j.status === 'queued')) await this.jobGroups.settle().catch(() => undefined);
   }
 
   /**
@@ -310,6 +357,8 @@ export class Engine extends EngineReads {
       this.events.emit('workflow', id);
       this.log.info({ workflow_id: id, runs, jobs: cancelled }, runs.length > 1 ? 'runs cancelled' : 'run cancelled');
       await this.queued.after(outcome.changes);
+      // Its calls' runs, and theirs in turn (README "Workflows calling workflows").
+      await this.calls.sweep();
     }
     return { cancelled, cancelled_runs: runs, status: await this.status(id) };
   }
@@ -408,6 +457,7 @@ export class Engine extends EngineReads {
   close(): void {
     this.waiters.close();
     this.runEnds.stop();
+    this.calls.stop();
   }
 
   /** Sends what is still gathered for other servers and stops listening to them. */
@@ -472,6 +522,7 @@ export class Engine extends EngineReads {
     this.peers.sendJobs(changes);
     this.jobGroups.afterChanges(changes);
     this.runEnds.afterChanges();
+    this.calls.afterChanges(changes);
   }
 
   private emitJobs(changes: readonly JobChange[]): void {

@@ -12,6 +12,7 @@ import type { JobSpec, WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
 import { MAX_GROUP_CHARS } from '../definitions/concurrency.js';
 import { valueAt, type RunEvent } from '../domain/triggers.js';
+import type { JobCall } from '../domain/calls.js';
 
 /** A job of a run before it has a row: a definition job, or one instance of a matrix. */
 export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
@@ -24,6 +25,8 @@ export interface PlannedSpec extends Omit<JobSpec, 'for_each'> {
   /** Its concurrency group with inputs and matrix values filled in (README "Concurrency groups"); null: none. */
   concurrency_group: string | null;
   cancel_in_progress: boolean;
+  /** `uses:` and `with:` (README "Workflows calling workflows"), inputs and matrix values filled in; null: no call. */
+  call: JobCall | null;
 }
 
 /** Instance ids of each group, in index order. */
@@ -113,7 +116,7 @@ function plain(
   spec: JobSpec,
   resolve: (ref: ExprRef) => unknown,
   workflowId: string,
-): JobSpec & Pick<PlannedSpec, 'concurrency_group' | 'cancel_in_progress'> {
+): JobSpec & Pick<PlannedSpec, 'concurrency_group' | 'cancel_in_progress' | 'call'> {
   const { strategy: _strategy, for_each: _forEach, ...rest } = spec;
   const labels = spec.labels.map((l) => {
     if (!hasExpression(l)) return l;
@@ -133,6 +136,11 @@ function plain(
     command: substitute(spec.command, (ref) => (ref.kind === 'matrix' ? resolve(ref) : undefined)),
     concurrency_group: spec.concurrency ? groupName(spec, resolve, workflowId) : null,
     cancel_in_progress: spec.concurrency?.cancel_in_progress === true,
+    // Parsed again when the child starts (needs): what is filled in now stays text then, as in env.
+    call:
+      spec.uses === undefined
+        ? null
+        : { uses: spec.uses, with: Object.fromEntries(Object.entries(spec.with ?? {}).map(([k, v]) => [k, substitute(v, resolve, { keepForLater: true })])) },
   };
 }
 

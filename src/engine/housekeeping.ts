@@ -7,6 +7,7 @@ import type { OutageWarnings } from './outage.js';
 import type { QueuedRuns } from './queued-runs.js';
 import type { JobGroups } from './job-groups.js';
 import type { RunEnds } from './run-ends.js';
+import type { Calls } from './calls.js';
 import { fireDueSchedules, type SchedulePassOptions, type ScheduleTotals } from './schedules.js';
 import {
   BATCHES_PER_PASS,
@@ -35,6 +36,8 @@ export interface HousekeepingContext {
   readonly jobGroups: JobGroups;
   /** The run-end outbox's consumers: the reaper's pass hands over what no look after a change did. */
   readonly runEnds: RunEnds;
+  /** Workflows calling workflows: calls no server started yet, child runs whose caller moved on. */
+  readonly calls: Calls;
   /** An attempt this process settled (the `attempt` event). */
   attemptEnded(event: AttemptEvent): void;
   /** A scheduled run started (its label sets are new to this server). */
@@ -84,6 +87,9 @@ export class Housekeeping {
       // Ended runs no look after a change handed over: ended by another server, or a crash between
       // acting and finishing (docs/architecture.md "Run ends").
       await this.ctx.runEnds.pass();
+      // Calls queued through another server or left by a crash, and child runs whose calling job no
+      // longer runs on them (README "Workflows calling workflows").
+      await this.ctx.calls.pass();
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;
       this.ctx.outage.warn('reaper', err);

@@ -10,6 +10,7 @@ import type { UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LabelSet, NewJob } from '../store/store.js';
 import { expandJobs } from './expand.js';
 import { EVENT_NAME_ENV, type RunEvent } from '../domain/triggers.js';
+import { CALL_LABEL_KEY } from '../domain/calls.js';
 import { expandFanOut, rewireBelow } from '../store/fan-out.js';
 
 export interface PlanOptions {
@@ -51,8 +52,10 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
   );
   const jobs = specs.map((spec): NewJob => {
     const labels = normalizeLabels(spec.labels);
-    const key = labelKey(labels);
-    if (!labelSets.has(key)) labelSets.set(key, { key, labels });
+    // A job that calls a workflow is started by the engine, never claimed (README "Workflows calling
+    // workflows"): its key is one no label set has, and it is not recorded as one.
+    const key = spec.call ? CALL_LABEL_KEY : labelKey(labels);
+    if (!spec.call && !labelSets.has(key)) labelSets.set(key, { key, labels });
     const was = kept.get(spec.id);
     const keptNeeds = spec.needs.filter((n) => kept.has(n));
     const upstream: UpstreamOutputs = Object.fromEntries(keptNeeds.map((n) => [n, kept.get(n)!.outputs ?? {}]));
@@ -105,6 +108,8 @@ export function planRun(def: WorkflowDefinition, nowMs: number, opts: PlanOption
       concurrency_group: spec.concurrency_group,
       cancel_in_progress: spec.cancel_in_progress,
       approval: was === undefined && ready && approval ? beginWait(approval, nowMs) : approval,
+      // A kept call keeps the child run it ended with.
+      ...(spec.call ? { call: spec.call, child_run: was?.child_run ?? null } : {}),
     };
   });
   decideReady(jobs, nowMs);

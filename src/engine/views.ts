@@ -93,6 +93,7 @@ function runView(run: RunRecord): RunView {
     trigger: run.trigger,
     definition_hash: run.definition_hash,
     event_name: run.event_name,
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
   };
 }
 
@@ -162,6 +163,7 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
     ...(run.concurrency_group !== null ? { concurrency_group: run.concurrency_group } : {}),
     trigger: run.trigger,
     event_name: run.event_name,
+    ...(run.parent ? { parent: { ...run.parent } } : {}),
   }));
 }
 
@@ -210,6 +212,8 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
     ...(j.approval ? { approval: { ...j.approval } } : {}),
     // README "Concurrency groups": likewise only on a job in one.
     ...(j.concurrency_group !== null ? { concurrency_group: j.concurrency_group } : {}),
+    // README "Workflows calling workflows": likewise only on a job that calls a workflow.
+    ...(j.call ? { uses: j.call.uses, child_run: j.child_run != null ? { workflow_id: j.call.uses, run_number: j.child_run } : null } : {}),
   };
 }
 
@@ -261,6 +265,7 @@ function idleJobs(wf: WorkflowRecord): JobView[] {
       priority: jobPriority(undefined, spec.priority, wf.definition.priority),
       ...(spec.strategy || spec.for_each ? { group: spec.id, instances: null } : {}),
       ...(spec.approval ? { approval: newApproval(spec.approval) } : {}),
+      ...(spec.uses !== undefined ? { uses: spec.uses, child_run: null } : {}),
     };
   });
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { labelsOfKey } from '../domain/labels.js';
+import { CALL_LABEL_KEY } from '../domain/calls.js';
 import type { AttemptEvent, Engine } from '../engine/engine.js';
 
 /**
@@ -170,6 +171,8 @@ function jobsGauge(registers: Registry[], engine: Engine, log: Logger): void {
       }
       for (const key of seen) gauge.set(JSON.parse(key) as { state: string; labels: string }, 0);
       for (const r of rows) {
+        // A queued job that calls a workflow waits for no worker (README "Workflows calling workflows").
+        if (r.label_key === CALL_LABEL_KEY) continue;
         const labels = { state: r.status, labels: labelsOfKey(r.label_key).join(',') };
         seen.add(JSON.stringify(labels));
         gauge.set(labels, r.count);

@@ -2,7 +2,7 @@
 import { Type, type Static } from 'typebox';
 import { RUN_STATES } from '../domain/model.js';
 import { MAX_APPROVAL_COMMENT_CHARS } from '../domain/approval.js';
-import { JobView } from './workflows-wire.js';
+import { JobView, RunParentView } from './workflows-wire.js';
 import { Id, NO_CONTROL_CHARACTERS, nullable, Priority, RunTriggerSchema, StateCounts, StringMap, stringEnum } from './schema-parts.js';
 
 /** An item of `GET /api/workflows/{id}/runs` (run history), newest first. */
@@ -23,6 +23,8 @@ export const RunSummary = Type.Object({
   concurrency_group: Type.Optional(Type.String({ description: "the run's concurrency group (only on a run in one)" })),
   trigger: RunTriggerSchema,
   event_name: nullable(Type.String(), { description: 'the name of the event the run was started with; null: none' }),
+  /** README "Workflows calling workflows": only on a run a job's call started. */
+  parent: Type.Optional(RunParentView),
 });
 export type RunSummary = Static<typeof RunSummary>;
 

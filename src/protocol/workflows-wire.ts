@@ -43,6 +43,20 @@ export const ApprovalView = Type.Object({
 });
 export type ApprovalView = Static<typeof ApprovalView>;
 
+/** README "Workflows calling workflows": the job whose call started a run (`run.parent`). */
+export const RunParentView = Type.Object(
+  { workflow_id: Type.String(), run_number: Type.Integer({ minimum: 1 }), job_id: Type.String() },
+  { description: 'only on a run a job of another run started (uses:): that job' },
+);
+export type RunParentView = Static<typeof RunParentView>;
+
+/** README "Workflows calling workflows": the run a job's call started (a job's `child_run`). */
+export const ChildRunView = Type.Object(
+  { workflow_id: Type.String(), run_number: Type.Integer({ minimum: 1 }) },
+  { description: 'the run of the called workflow its latest attempt started; null until one started' },
+);
+export type ChildRunView = Static<typeof ChildRunView>;
+
 /**
  * One job of the status document. The first block is workflow-graph's Job, exactly as its viewer
  * deserializes it; the rest is weft's.
@@ -101,6 +115,10 @@ export const JobView = Type.Object({
   approval: Type.Optional(ApprovalView),
   /** README "Concurrency groups": only on a job in one; a `queued` job of it waits while another job of the group runs. */
   concurrency_group: Type.Optional(Type.String({ description: "the job's concurrency group (only on a job in one); a queued job waits while another job of the group runs" })),
+  /** README "Workflows calling workflows": only on a job that calls a workflow; its id. */
+  uses: Type.Optional(Type.String({ description: 'only on a job that calls a workflow (uses:): its id; no worker runs such a job' })),
+  /** With `uses`: the run of it the latest attempt started, null until one did. */
+  child_run: Type.Optional(nullable(ChildRunView)),
   /** Only on a queued job of a group while another job of the group runs: that job. */
   concurrency_holder: Type.Optional(
     Type.Object(
@@ -131,6 +149,8 @@ const runViewProperties = {
   definition_hash: nullable(Type.String(), { description: 'the hash of the definition the run used (GET …/runs/{n}/definition answers it); null for a run from before weft kept it' }),
   /** README "Triggers and notifications": the event the run was started with. */
   event_name: nullable(Type.String(), { description: 'the name of the event the run was started with (GET …/runs/{n}/event answers its payload); null: none' }),
+  /** README "Workflows calling workflows": only on a run a job's call started. */
+  parent: Type.Optional(RunParentView),
 };
 export const RunView = Type.Object(runViewProperties);
 export type RunView = Static<typeof RunView>;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { loadWorkflowDir } from '../definitions/index.js';
+import { DefinitionError, loadWorkflowDir } from '../definitions/index.js';
 import { DEFAULT_SCHEDULE_GRACE_MS } from '../domain/schedule.js';
 import { Engine } from '../engine/engine.js';
 import { buildApp } from '../http/app.js';
@@ -27,7 +27,16 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
     log.warn({ file, issues: error.issues }, `skipped workflow file ${file}: ${error.message}`);
   }
   for (const { file, definition, hash } of loaded) {
-    const { outcome } = await engine.saveWorkflow(definition, hash, 'file');
+    let outcome;
+    try {
+      ({ outcome } = await engine.saveWorkflow(definition, hash, 'file'));
+    } catch (err) {
+      // What only other workflows can tell (README "Workflows calling workflows": a call chain too
+      // deep, a cycle, inputs the called workflow does not take): reported and skipped like any problem.
+      if (!(err instanceof DefinitionError)) throw err;
+      log.warn({ file, issues: err.issues }, `skipped workflow file ${file}: ${err.message}`);
+      continue;
+    }
     if (outcome !== 'unchanged') log.info({ file, workflow_id: definition.id, outcome }, `workflow ${definition.id} ${outcome} from ${file}`);
   }
 }

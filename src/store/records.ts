@@ -1,5 +1,6 @@
 import type { JobApproval } from '../domain/approval.js';
 import type { ArtifactSpec } from '../domain/artifacts.js';
+import type { JobCall } from '../domain/calls.js';
 import type { JobCondition, NeedsResults } from '../domain/conditions.js';
 import type { Backoff, JobState, LogStream, Outputs, RunState, RunTrigger, UpstreamOutputs, WorkflowDefinition } from '../domain/model.js';
 
@@ -51,6 +52,18 @@ export interface RunRecord {
    * for every other run, whose jobs are rows.
    */
   plan?: NewJob[];
+  /**
+   * A run a job of another run started (README "Workflows calling workflows"): that job. Absent for
+   * every other run.
+   */
+  parent?: RunParent | null;
+}
+
+/** The job whose call started a run. */
+export interface RunParent {
+  workflow_id: string;
+  run_number: number;
+  job_id: string;
 }
 
 /** The running job of a concurrency group of jobs. */
@@ -155,6 +168,14 @@ export interface JobRecord {
    * Records the store answers carry it only on gated jobs.
    */
   approval?: JobApproval | null;
+  /**
+   * `uses:` and `with:` of a job that calls a workflow (README "Workflows calling workflows"): no
+   * worker claims it (its label key is CALL_LABEL_KEY); the engine starts a run of that workflow for it.
+   * Null or absent on every other job; records the store answers carry it only on such jobs.
+   */
+  call?: JobCall | null;
+  /** The number of the run of `call.uses` its latest attempt started; null until one started. Only with `call`. */
+  child_run?: number | null;
 }
 
 /** A job row as the engine builds it when a run starts; the store assigns row_id and run_number. */

@@ -1,6 +1,7 @@
 import { beginWait, type ApprovalDecision, type JobApproval } from '../domain/approval.js';
 import type { JobCondition } from '../domain/conditions.js';
 import { DEFAULT_PRIORITY } from '../domain/priority.js';
+import type { JobCall } from '../domain/calls.js';
 import type { JobState, RunState, RunTrigger, WorkflowDefinition } from '../domain/model.js';
 import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, SecretInfo, SecretRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
@@ -12,8 +13,9 @@ export type Row = Record<string, unknown>;
 
 /** Column values of a new job of run `runNumber`, JSON columns encoded. */
 export function jobRow(j: NewJob, runNumber: number): Row {
+  const { call, child_run: childRun, ...rest } = j;
   return {
-    ...j,
+    ...rest,
     run_number: runNumber,
     env: JSON.stringify(j.env),
     labels: JSON.stringify(j.labels),
@@ -40,6 +42,9 @@ export function jobRow(j: NewJob, runNumber: number): Row {
     concurrency_group: j.concurrency_group ?? null,
     cancel_in_progress: j.cancel_in_progress ? 1 : 0,
     ...approvalColumns(j.approval ?? null),
+    // README "Workflows calling workflows" (schema version 23).
+    call_spec: call ? JSON.stringify(call) : null,
+    child_run: childRun ?? null,
   };
 }
 
@@ -142,6 +147,10 @@ export function toRun(r: Row): RunRecord {
     definition_hash: (r.definition_hash as string | null | undefined) ?? null,
     event_name: (r.event_name as string | null | undefined) ?? null,
     ...(r.status === 'queued' && typeof r.plan === 'string' ? { plan: JSON.parse(r.plan) as NewJob[] } : {}),
+    // Only on a run a job's call started (README "Workflows calling workflows").
+    ...(typeof r.parent_workflow_id === 'string'
+      ? { parent: { workflow_id: r.parent_workflow_id, run_number: Number(r.parent_run_number), job_id: r.parent_job_id as string } }
+      : {}),
   };
 }
 
@@ -218,6 +227,10 @@ export function toJob(r: Row): JobRecord {
     cancel_in_progress: Boolean(r.cancel_in_progress),
     // Only on gated jobs, as artifact_spec: a job without `approval:` reads as it always did.
     ...(typeof r.approval === 'string' ? { approval: toApproval(r) } : {}),
+    // Only on a job that calls a workflow, likewise (README "Workflows calling workflows").
+    ...(typeof r.call_spec === 'string'
+      ? { call: JSON.parse(r.call_spec) as JobCall, child_run: r.child_run === null || r.child_run === undefined ? null : Number(r.child_run) }
+      : {}),
   };
 }
 

@@ -42,11 +42,13 @@ import type {
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
 import type { SecretReads, SecretWrites } from './secret-types.js';
 import type { RunEndReads, RunEndWrites } from './run-end-types.js';
+import type { CallChainRefusal, CallReads, CallWrites } from './call-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
 export type * from './secret-types.js';
 export type * from './run-end-types.js';
+export type * from './call-types.js';
 export type * from './operations.js';
 
 /**
@@ -59,7 +61,7 @@ export type * from './operations.js';
  * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
  * one of the operations of `Store`.
  */
-export interface StoreReads extends ArtifactReads, SecretReads {
+export interface StoreReads extends ArtifactReads, SecretReads, CallReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
@@ -129,7 +131,7 @@ export interface StoreReads extends ArtifactReads, SecretReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites {
+export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites, CallWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 
@@ -139,14 +141,17 @@ export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEnd
   // workflows
   /**
    * Inserts a new workflow; `exists` when the id is taken (nothing changes). With it, the listener
-   * rows of its definition (domain/triggers.ts triggerRows), as saveWorkflow keeps them in step.
+   * rows of its definition (domain/triggers.ts triggerRows), as saveWorkflow keeps them in step. A
+   * definition whose `uses:` would close a cycle of calls or nest them deeper than MAX_CALL_DEPTH is
+   * refused (`call_chain`), checked under a lock against every saved call (README "Workflows calling
+   * workflows").
    */
-  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'>;
+  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists' | CallChainRefusal>;
   /**
    * Creates the workflow, or replaces its definition in place (run history stays) when its hash or
    * source differs. `rec.created_at_ms` is used only on creation; `rec.updated_at_ms` on any write.
    */
-  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'>;
+  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged' | CallChainRefusal>;
 
   // runs
   /**

@@ -23,6 +23,7 @@ import { approvalCases, approvalRaceCases } from './conformance-approvals.js';
 import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
 import { concurrentRunCases, queuedStartRace, scheduledConcurrentRunCases } from './conformance-concurrent-runs.js';
 import { deliveryRace, triggerCases } from './conformance-triggers.js';
+import { callCases, callRaces } from './conformance-calls.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -80,6 +81,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
       scheduledConcurrentRunCases(withStore);
     });
     describe('runs started from outside', () => triggerCases(withStore));
+    describe('workflows calling workflows', () => callCases(withStore));
     if (opts.concurrency !== false) describe('concurrency', () => concurrencyCases(withStore, opts));
     if (opts.concurrency !== false) describe('concurrency of conditional jobs', () => conditionRaceCases(withStore, opts));
     if (opts.concurrency !== false) describe('concurrency of approval gates', () => approvalRaceCases(withStore, Math.max(10, Math.round(opts.joinRaces / 20))));
@@ -94,6 +96,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
       describe('concurrency of group starts', () => withStore('six starts of one group on three connections at once: one runs, one waits', (store, h) => groupStartRace(store, h), { timeout: 60_000 }));
       describe('concurrency of job groups', () => withStore('claims and settlings of one group on three connections at once: one job runs, each replaced job is cancelled once', (store, h) => jobGroupRaces(store, h), { timeout: 60_000 }));
       describe('concurrency of deliveries', () => withStore('twelve starts of one delivery key on three connections at once: one run, every other answers it', (store, h) => deliveryRace(store, h), { timeout: 60_000 }));
+      describe('concurrency of calls', () => withStore('child starts, child ends and saves closing cycles on three connections at once: each happens once', (store, h) => callRaces(store, h), { timeout: 60_000 }));
     }
   });
 }

@@ -25,7 +25,7 @@ export function v1Jobs(): NewJob[] {
   ].map((j) => ({ ...j, ...patch[j.job_id] }));
 }
 
-/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions, artifacts, approvals or concurrency groups. */
+/** A job row as migration 1 stored it: no pending_needs column yet, nor the columns of conditions, artifacts, approvals, concurrency groups or calls. */
 export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> {
   const {
     pending_needs: _dropped,
@@ -52,6 +52,8 @@ export function v1JobRow(j: NewJob, runNumber: number): Record<string, unknown> 
     approval_comment: _apc,
     concurrency_group: _cg,
     cancel_in_progress: _cip,
+    call_spec: _cs,
+    child_run: _cr,
     ...row
   } = jobRow(j, runNumber) as Record<string, unknown>;
   return row;

@@ -57,7 +57,7 @@ describe('on.schedule in definitions', () => {
 
   test('unknown event keys are rejected with a hint', () => {
     expectIssue({ shedule: [{ cron: '0 2 * * *' }] }, 'on.shedule', /did you mean 'schedule'\?/);
-    expectIssue({ push: null, release: {} }, 'on.release', /unknown key 'release' \(allowed: push, pull_request, workflow_dispatch, schedule, webhook, event, workflow_run\)/);
+    expectIssue({ push: null, release: {} }, 'on.release', /unknown key 'release' \(allowed: push, pull_request, workflow_dispatch, schedule, workflow_call, webhook, event, workflow_run\)/);
     expectIssue({ cron: '0 2 * * *' }, 'on.cron', /did you mean 'schedule'\?/);
   });
 

@@ -11,6 +11,7 @@ import type { GroupSummary } from '../groups';
 import type { Fold, FoldedNode } from '../folds';
 import { BOX_HEAD, BOX_PAD, NODE_H, NODE_W, memberAt, type Box } from '../graph-layout';
 import { STATE_ORDER } from './common';
+import { workflowHref } from '../router';
 
 /**
  * At most `n` characters, cut in the middle: names that differ only at the end ("Integration tests
@@ -126,10 +127,36 @@ function JobLines({ job }: { job: JobView }) {
           <Elapsed job={job} />
         </tspan>
       </text>
-      <text x={10} y={54} class="meta">
-        {job.worker_id ? clip(job.worker_id, 28) : ' '}
-      </text>
+      {job.uses !== undefined ? <CallLine job={job} /> : (
+        <text x={10} y={54} class="meta">
+          {job.worker_id ? clip(job.worker_id, 28) : ' '}
+        </text>
+      )}
     </>
+  );
+}
+
+/**
+ * A job that calls a workflow (README "Workflows calling workflows"): which one, and once its run
+ * started, a link that opens that run (the job's panel has the same link for the keyboard).
+ */
+function CallLine({ job }: { job: JobView }) {
+  const child = job.child_run;
+  if (!child) return <text x={10} y={54} class="meta">calls {clip(job.uses!, 22)}</text>;
+  return (
+    <a
+      class="child-run"
+      href={workflowHref(child.workflow_id, child.run_number)}
+      tabindex={-1}
+      data-child-run={`${child.workflow_id}/${child.run_number}`}
+      // The node itself opens the job's panel; this link opens the called run instead.
+      onClick={(e) => e.stopPropagation()}
+    >
+      <title>Open run {child.run_number} of {child.workflow_id}</title>
+      <text x={10} y={54} class="meta">
+        ↗ {clip(child.workflow_id, 18)} run {child.run_number}
+      </text>
+    </a>
   );
 }
 

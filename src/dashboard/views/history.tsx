@@ -72,7 +72,18 @@ export function HistoryView({ id, page }: { id: string; page: number }) {
                 <td>
                   <StateBadge state={r.status} />
                 </td>
-                <td class="trigger">{r.trigger ? runTriggerText(r.trigger, r.event_name) : <span class="muted" title="started before weft recorded what started runs">—</span>}</td>
+                <td class="trigger">
+                  {r.parent ? (
+                    // README "Workflows calling workflows": the calling job, one click away.
+                    <a class="parent-run" href={workflowHref(r.parent.workflow_id, r.parent.run_number, r.parent.job_id)}>
+                      call from {r.parent.workflow_id} #{r.parent.run_number}
+                    </a>
+                  ) : r.trigger ? (
+                    runTriggerText(r.trigger, r.event_name)
+                  ) : (
+                    <span class="muted" title="started before weft recorded what started runs">—</span>
+                  )}
+                </td>
                 <td title={stamp(r.created_at_ms)}>{ago(r.created_at_ms, now)}</td>
                 <td class="duration">{runDuration(r, now)}</td>
                 <td>

@@ -168,8 +168,30 @@ export function JobPanel({
         <dd>
           {job.attempt + 1} of {job.max_retries + 1}
         </dd>
-        <dt>Worker</dt>
-        <dd>{job.worker_id ?? <span class="muted">—</span>}</dd>
+        {job.uses !== undefined ? (
+          // README "Workflows calling workflows": no worker runs it; its called run does the work.
+          <>
+            <dt>Calls</dt>
+            <dd>
+              <a href={workflowHref(job.uses)}>{job.uses}</a>
+            </dd>
+            <dt>Called run</dt>
+            <dd>
+              {job.child_run ? (
+                <a class="child-run" href={workflowHref(job.child_run.workflow_id, job.child_run.run_number)}>
+                  Open run {job.child_run.run_number} of {job.child_run.workflow_id}
+                </a>
+              ) : (
+                <span class="muted">not started yet</span>
+              )}
+            </dd>
+          </>
+        ) : (
+          <>
+            <dt>Worker</dt>
+            <dd>{job.worker_id ?? <span class="muted">—</span>}</dd>
+          </>
+        )}
         <dt>Started</dt>
         <dd>{stamp(job.started_at_ms) || <span class="muted">—</span>}</dd>
         <dt>Duration</dt>
@@ -202,16 +224,20 @@ export function JobPanel({
             </dd>
           </>
         )}
-        <dt>Command</dt>
-        <dd>
-          {/* Folded: a `steps:` job's command is its whole generated chain, and the log is what one reads. */}
-          <details class="command-fold">
-            <summary>{commandSummary(job.command)}</summary>
-            <code class="command">{job.command}</code>
-          </details>
-        </dd>
+        {job.uses === undefined && (
+          <>
+            <dt>Command</dt>
+            <dd>
+              {/* Folded: a `steps:` job's command is its whole generated chain, and the log is what one reads. */}
+              <details class="command-fold">
+                <summary>{commandSummary(job.command)}</summary>
+                <code class="command">{job.command}</code>
+              </details>
+            </dd>
+          </>
+        )}
       </dl>
-      {job.state === 'queued' && <WhyWaiting job={job} />}
+      {job.state === 'queued' && (job.uses !== undefined ? <CallWaiting job={job} /> : <WhyWaiting job={job} />)}
       {job.error && (
         <div class="job-error">
           <h3>Error</h3>
@@ -232,6 +258,38 @@ export function JobPanel({
           ))}
         </>
       )}
+      {job.uses !== undefined ? (
+        <p class="muted call-note">
+          This job runs no command: it starts a run of <a href={workflowHref(job.uses)}>{job.uses}</a> and ends as that run ends. The
+          called run's jobs have the logs.
+        </p>
+      ) : (
+        <JobOutput doc={doc} job={job} run={run} routeRun={routeRun} shownAttempt={shownAttempt} live={live} line={line} />
+      )}
+    </aside>
+  );
+}
+
+/** A job's artifacts and log (of the shown attempt): what a job that runs a command leaves. */
+function JobOutput({
+  doc,
+  job,
+  run,
+  routeRun,
+  shownAttempt,
+  live,
+  line,
+}: {
+  doc: StatusDocument;
+  job: JobView;
+  run: number | null;
+  routeRun: number | null;
+  shownAttempt: number;
+  live: boolean;
+  line: number | null;
+}) {
+  return (
+    <>
       {run !== null && (
         <>
           <h3>Artifacts</h3>
@@ -274,6 +332,20 @@ export function JobPanel({
           lineHref={(n) => `${workflowHref(doc.id, routeRun, job.id, shownAttempt)}&line=${n}`}
         />
       )}
-    </aside>
+    </>
+  );
+}
+
+/** A queued job that calls a workflow: the engine starts its run (at once, or once a retry's backoff ends). */
+function CallWaiting({ job }: { job: JobView }) {
+  const now = useNow(true);
+  const text =
+    job.delayed_until_ms > now
+      ? `Waiting out its retry backoff: a new run of ${job.uses} starts in ${duration(job.delayed_until_ms - now) || '1s'}.`
+      : `Starting a run of ${job.uses}; no worker runs this job.`;
+  return (
+    <div class="why-waiting" role="status" data-calls={job.uses}>
+      <p>{text}</p>
+    </div>
   );
 }

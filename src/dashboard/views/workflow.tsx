@@ -312,6 +312,17 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           )}
           {doc.run?.trigger && doc.run.trigger !== 'manual' && doc.run.trigger !== 'rerun' && <> · by {runTriggerText(doc.run.trigger, doc.run.event_name)}</>}
           {doc.run?.rerun_of != null && <> · re-run of Run {doc.run.rerun_of}</>}
+          {doc.run?.parent && (
+            // README "Workflows calling workflows": the job whose call started this run.
+            <span class="parent-run">
+              {' · called by job '}
+              <a href={workflowHref(doc.run.parent.workflow_id, doc.run.parent.run_number, doc.run.parent.job_id)}>{doc.run.parent.job_id}</a>
+              {' of '}
+              <a href={workflowHref(doc.run.parent.workflow_id, doc.run.parent.run_number)}>
+                {doc.run.parent.workflow_id} run {doc.run.parent.run_number}
+              </a>
+            </span>
+          )}
           {doc.run && !doc.run.concurrency_group && runStatus === 'queued' && (
             <span class="run-group"> · waiting for a free slot: every run concurrency.max_runs allows is running</span>
           )}

@@ -472,6 +472,31 @@ CREATE TABLE workflow_triggers (
 CREATE INDEX workflow_triggers_workflow ON workflow_triggers(workflow_id);
 `,
   },
+  {
+    version: 23,
+    name: 'workflows calling workflows: the call of a job, the parent of a run, the calls between workflows',
+    // README "Workflows calling workflows": jobs.call_spec holds a job's uses/with (JSON; NULL: an
+    // ordinary job) and child_run the run of the called workflow its latest attempt started; a run a
+    // call started names that job (runs.parent_*). runs_children holds only child runs still active,
+    // so finding those whose caller's job moved on (a cancel) costs nothing while there are none.
+    // workflow_calls keeps which workflow calls which, saved with the definition, so a save can refuse
+    // a cycle or a chain too deep without reading every definition (workflow_calls_callee: who calls X).
+    sql: `
+ALTER TABLE jobs ADD COLUMN call_spec TEXT;
+ALTER TABLE jobs ADD COLUMN child_run INTEGER;
+ALTER TABLE runs ADD COLUMN parent_workflow_id TEXT;
+ALTER TABLE runs ADD COLUMN parent_run_number INTEGER;
+ALTER TABLE runs ADD COLUMN parent_job_id TEXT;
+CREATE INDEX runs_children ON runs(parent_workflow_id, parent_run_number, parent_job_id)
+  WHERE parent_workflow_id IS NOT NULL AND status IN ('running', 'queued');
+CREATE TABLE workflow_calls (
+  caller_id TEXT NOT NULL,
+  callee_id TEXT NOT NULL,
+  PRIMARY KEY (caller_id, callee_id)
+);
+CREATE INDEX workflow_calls_callee ON workflow_calls(callee_id, caller_id);
+`,
+  },
 ];
 
 /** The newest schema version this build knows. */

@@ -30,6 +30,11 @@ import type {
   WorkflowRecord,
   LogChunkKey,
   SecretRecord,
+  CallChainRefusal,
+  SettleCallOutcome,
+  SettleCallRequest,
+  StartChildRunOutcome,
+  StartChildRunRequest,
 } from '../store.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { claim, releaseLeases } from './claim.js';
@@ -48,6 +53,7 @@ import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
 import { pruneWorkers, registerWorker } from './workers.js';
 import { createWorkflow, saveWorkflow } from './workflows.js';
+import { settleCall, startChildRun } from './calls.js';
 import { endPool, observeCommits, openPool, transaction, type PoolOptions, type Sql } from './tx.js';
 
 export { QUERIES } from './queries.js';
@@ -144,11 +150,11 @@ export class PostgresStore implements Store {
   // name, in the file of the same name as the SQLite store's (docs/architecture.md "The two stores
   // side by side").
 
-  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
+  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists' | CallChainRefusal> {
     return createWorkflow(this.sql, rec);
   }
 
-  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
+  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged' | CallChainRefusal> {
     return saveWorkflow(this.sql, rec);
   }
 
@@ -210,6 +216,14 @@ export class PostgresStore implements Store {
 
   finishRunEnds(consumer: RunEndConsumer, seqs: readonly number[]): Promise<void> {
     return finishRunEnds(this.sql, consumer, seqs);
+  }
+
+  startChildRun(req: StartChildRunRequest): Promise<StartChildRunOutcome> {
+    return startChildRun(this.sql, req);
+  }
+
+  settleCall(req: SettleCallRequest): Promise<SettleCallOutcome> {
+    return settleCall(this.sql, req);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -11,6 +11,7 @@ import { APPROVAL_QUERIES } from './approval-queries.js';
 import { JOB_CONCURRENCY_QUERIES } from './job-concurrency-queries.js';
 import { TRIGGER_QUERIES } from './trigger-queries.js';
 import { RUN_END_QUERIES } from './run-end-queries.js';
+import { CALL_QUERIES } from './call-queries.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, by name, gathered from the *-queries.ts files beside
@@ -43,6 +44,7 @@ export const QUERIES = {
   ...JOB_CONCURRENCY_QUERIES,
   ...TRIGGER_QUERIES,
   ...RUN_END_QUERIES,
+  ...CALL_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;

@@ -5,6 +5,7 @@ import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
+import { callReads } from './calls.js';
 import { QUERIES } from './queries.js';
 import type { Exec } from './tx.js';
 
@@ -15,6 +16,7 @@ export function makeReads(q: Exec): StoreReads {
     ...artifactReads(q),
     ...secretReads(q),
     ...triggerReads(q),
+    ...callReads(q),
     getWorkflow: async (id) => {
       const [row] = await q(QUERIES.getWorkflow, [id]);
       return row ? toWorkflow(row) : null;

@@ -136,7 +136,8 @@ export async function deleteWorkflow(sql: Sql, id: string, limits: DeleteLimits)
     const { stopped } = await deleteWithin(q, runs, limits.max_log_chunks);
     if (stopped || found.length > limits.max_runs) return 'more';
     const [gone] = await q(QUERIES.deleteWorkflow, [id]);
-    if (gone) await q(QUERIES.deleteRunDefinitions, [id]);
+    // Its calls go with it (README "Workflows calling workflows"); calls to it stay, by id.
+    if (gone) await Promise.all([q(QUERIES.deleteRunDefinitions, [id]), q(QUERIES.deleteCallEdges, [id])]);
     return gone ? 'deleted' : 'more';
   });
 }

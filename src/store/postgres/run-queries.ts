@@ -15,7 +15,7 @@ export const insertJobs = (from: string, param: string) => `
         condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
         group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec, priority,
         approval, approval_requested_at_ms, approval_deadline_ms, approval_decision, approval_decided_by,
-        approval_decided_at_ms, approval_comment, concurrency_group, cancel_in_progress)
+        approval_decided_at_ms, approval_comment, concurrency_group, cancel_in_progress, call_spec, child_run)
       SELECT $1, $2::int, e.j->>'job_id', e.j->>'name', e.j->>'command', e.j->>'env', e.j->>'labels', e.j->>'label_key',
         e.j->>'needs', e.j->>'dependents', (e.j->>'pending_needs')::int, (e.j->>'max_retries')::int, e.j->>'backoff',
         (e.j->>'timeout_secs')::int, e.j->>'status', (e.j->>'attempt')::int, (e.j->>'enqueued_at_ms')::bigint,
@@ -29,7 +29,8 @@ export const insertJobs = (from: string, param: string) => `
         coalesce((e.j->>'priority')::smallint, 0),
         e.j->>'approval', (e.j->>'approval_requested_at_ms')::bigint, (e.j->>'approval_deadline_ms')::bigint,
         e.j->>'approval_decision', e.j->>'approval_decided_by', (e.j->>'approval_decided_at_ms')::bigint, e.j->>'approval_comment',
-        e.j->>'concurrency_group', coalesce((e.j->>'cancel_in_progress')::smallint, 0)
+        e.j->>'concurrency_group', coalesce((e.j->>'cancel_in_progress')::smallint, 0),
+        e.j->>'call_spec', (e.j->>'child_run')::int
       FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 

@@ -64,7 +64,7 @@ async function insertRun(sql: Sql, req: StartRunRequest): Promise<{ outcome: Sta
  * Under the workflow row's lock (docs/architecture.md "Concurrent runs"): queued runs a free slot waits
  * for start first (into `drained`), then the new run starts, queues or is refused by `concurrency`.
  */
-async function startOrQueue(q: Exec, req: StartRunRequest, wf: Row, drained: StartedRuns): Promise<StartRunOutcome> {
+export async function startOrQueue(q: Exec, req: StartRunRequest, wf: Row, drained: StartedRuns): Promise<StartRunOutcome> {
   const concurrency = concurrencyOf(wf);
   Object.assign(drained, await startQueuedIn(q, req.workflow_id, concurrency.max_runs, req.now_ms));
   const active = (await q(QUERIES.activeRuns, [req.workflow_id])).map(toRun);
@@ -127,7 +127,7 @@ async function startQueuedIn(q: Exec, workflowId: string, maxRuns: number, nowMs
 }
 
 /** A started queued run whose jobs a condition all skipped at the start is over at once (after COMMIT, as every settlement). */
-async function settleStarted(sql: Sql, started: readonly RunRecord[], nowMs: number): Promise<void> {
+export async function settleStarted(sql: Sql, started: readonly RunRecord[], nowMs: number): Promise<void> {
   for (const run of started) await settleRunIfOver(sql, run.workflow_id, run.run_number, nowMs);
 }
 
@@ -265,7 +265,8 @@ async function cancelRunning(sql: Sql, workflowId: string, runNumber: number, no
     const jobs = await q(QUERIES.cancelLockJobs, [workflowId, runNumber]);
     if (jobs.length === 0) return { kind: 'idle' };
     const held = new Set(heldLeases);
-    if (jobs.some((j) => j.status === 'running' && !held.has(j.lease_id as string))) {
+    // A job that calls a workflow runs with no lease (README "Workflows calling workflows"): its row lock is enough.
+    if (jobs.some((j) => j.status === 'running' && j.lease_id !== null && !held.has(j.lease_id as string))) {
       throw new StartOver('a job of the run runs under a lease the fence did not take');
     }
     // always()/cancelled() jobs are spared (docs/architecture.md "Conditions"); every pending job of

@@ -66,16 +66,33 @@ export async function applyFailure(
   retryable: boolean,
   nowMs: number,
 ): Promise<{ job: JobRecord; changes: JobChange[] }> {
+  return applyJobFailure(q, job, lease.lease_id, leaseState, error, retryable, nowMs);
+}
+
+/**
+ * applyFailure for a job with or without a lease: a job that calls a workflow holds none (README
+ * "Workflows calling workflows"), so `leaseId` is null and no lease is settled. The caller holds the
+ * job's row locked.
+ */
+export async function applyJobFailure(
+  q: Exec,
+  job: JobRecord,
+  leaseId: string | null,
+  leaseState: LeaseState,
+  error: string,
+  retryable: boolean,
+  nowMs: number,
+): Promise<{ job: JobRecord; changes: JobChange[] }> {
   const plan = planFailure(job, retryable, nowMs);
   if (plan.kind === 'retry') {
     const [row] = await q(QUERIES.requeueJob, [
-      lease.lease_id, leaseState, job.row_id, plan.attempt, nowMs, plan.delayed_until_ms, plan.ready_at_ms, error,
+      leaseId, leaseState, job.row_id, plan.attempt, nowMs, plan.delayed_until_ms, plan.ready_at_ms, error,
     ]);
     return { job: toJob(row!), changes: [change(job)] };
   }
   // Sent together: the job's row is locked by the first, then what is below it in row order.
   const [[row], below] = await Promise.all([
-    q(QUERIES.failJob, [lease.lease_id, leaseState, job.row_id, error, nowMs]),
+    q(QUERIES.failJob, [leaseId, leaseState, job.row_id, error, nowMs]),
     job.dependents.length === 0 ? Promise.resolve([]) : q(QUERIES.lockBelow, [job.workflow_id, job.run_number, job.dependents]),
   ]);
   const failed = toJob(row!);

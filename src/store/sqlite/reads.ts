@@ -4,6 +4,7 @@ import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } fro
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
+import { callReads } from './calls.js';
 import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
@@ -18,6 +19,7 @@ export function makeReads(c: Conn): StoreReads {
     ...artifactReads(c),
     ...secretReads(c),
     ...triggerReads(c),
+    ...callReads(c),
     getWorkflow: async (id) => {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;

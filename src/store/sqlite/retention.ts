@@ -115,5 +115,7 @@ export function deleteWorkflow(c: Conn, id: string, limits: DeleteLimits): Delet
   if (runs.length > limits.max_runs) return 'more';
   c.q('deleteWorkflow').run(id);
   c.q('deleteRunDefinitions').run(id);
+  // Its calls go with it (README "Workflows calling workflows"); calls to it stay, by id.
+  c.q('deleteCallEdges').run(id);
   return 'deleted';
 }

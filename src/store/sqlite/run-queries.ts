@@ -46,14 +46,14 @@ export const RUN_QUERIES = {
       condition, needs_results, failed_upstream, run_cancelled, conditional_dependents,
       group_id, matrix, max_parallel, fail_fast, for_each, item, item_index, artifact_spec, priority,
       approval, approval_requested_at_ms, approval_deadline_ms, approval_decision, approval_decided_by, approval_decided_at_ms,
-      approval_comment, concurrency_group, cancel_in_progress)
+      approval_comment, concurrency_group, cancel_in_progress, call_spec, child_run)
     VALUES (@workflow_id, @run_number, @job_id, @name, @command, @env, @labels, @label_key, @needs, @dependents,
       @pending_needs, @max_retries, @backoff, @timeout_secs, @status, @attempt, @enqueued_at_ms, @delayed_until_ms, @ready_at_ms,
       @started_at_ms, @finished_at_ms, @deadline_ms, @error, @outputs, @upstream_outputs, @worker_id, @lease_id,
       @condition, @needs_results, @failed_upstream, @run_cancelled, @conditional_dependents,
       @group_id, @matrix, @max_parallel, @fail_fast, @for_each, @item, @item_index, @artifact_spec, @priority,
       @approval, @approval_requested_at_ms, @approval_deadline_ms, @approval_decision, @approval_decided_by, @approval_decided_at_ms,
-      @approval_comment, @concurrency_group, @cancel_in_progress)`,
+      @approval_comment, @concurrency_group, @cancel_in_progress, @call_spec, @child_run)`,
   /** The workflow's running and queued runs, oldest first, through runs_running and runs_queued. ? workflow_id twice */
   activeRuns: `SELECT * FROM (
       SELECT * FROM runs WHERE workflow_id = ? AND status = 'running'

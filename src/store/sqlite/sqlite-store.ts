@@ -32,6 +32,11 @@ import type {
   StoreReads,
   WorkerRecord,
   WorkflowRecord,
+  CallChainRefusal,
+  SettleCallOutcome,
+  SettleCallRequest,
+  StartChildRunOutcome,
+  StartChildRunRequest,
 } from '../store.js';
 import { Mutex } from '../mutex.js';
 import { Conn, openConnection, prepareDatabaseFile, type SqliteStoreOptions } from './connection.js';
@@ -108,11 +113,11 @@ export class SqliteStore implements Store {
   // the Store interface and its write's own signature, and the few that differ (pruneRuns)
   // read as what they are.
 
-  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists'> {
+  createWorkflow(rec: WorkflowRecord): Promise<'created' | 'exists' | CallChainRefusal> {
     return this.write('createWorkflow', rec);
   }
 
-  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged'> {
+  saveWorkflow(rec: WorkflowRecord): Promise<'created' | 'updated' | 'unchanged' | CallChainRefusal> {
     return this.write('saveWorkflow', rec);
   }
 
@@ -175,6 +180,14 @@ export class SqliteStore implements Store {
 
   finishRunEnds(consumer: RunEndConsumer, seqs: readonly number[]): Promise<void> {
     return this.write('finishRunEnds', consumer, seqs);
+  }
+
+  startChildRun(req: StartChildRunRequest): Promise<StartChildRunOutcome> {
+    return this.write('startChildRun', req);
+  }
+
+  settleCall(req: SettleCallRequest): Promise<SettleCallOutcome> {
+    return this.write('settleCall', req);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

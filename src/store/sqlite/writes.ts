@@ -14,6 +14,7 @@ import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArti
 import { decideApproval, timeOutApprovals } from './approvals.js';
 import { settleJobGroups } from './job-concurrency.js';
 import { finishRunEnds } from './run-ends.js';
+import { settleCall, startChildRun } from './calls.js';
 import { claim, releaseLeases } from './claim.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
@@ -40,6 +41,8 @@ export const WRITES = {
   timeOutApprovals,
   settleJobGroups,
   finishRunEnds,
+  startChildRun,
+  settleCall,
   registerWorker,
   pruneWorkers,
   expireLeases,
