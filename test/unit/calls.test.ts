@@ -149,7 +149,7 @@ describe('uses, with and outputs in definitions', () => {
     assert.deepEqual(issues({ jobs: { a: { uses: 'y', strategy: { matrix: { n: [1, 2] }, max_parallel: 1 } } } }), [
       ['a', 'strategy.max_parallel', "cannot be combined with 'uses': give the called workflow concurrency: { max_runs: N, when_full: queue } to run N of its runs at once"],
     ]);
-    assert.deepEqual(issues({ jobs: { a: { uses: 'y', with: { v: '${{ item }}' } } } }), [['a', 'with.v', "'${{ item }}' cannot be used in with:"]]);
+    assert.deepEqual(issues({ jobs: { a: { uses: 'y', with: { v: '${{ item }}' } } } }), [['a', 'with.v', "'${{ item }}' cannot be used in with: only matrix values, inputs, and needs' outputs and results"]]);
     assert.deepEqual(issues({ jobs: { a: { uses: 'y', with: { v: '${{ needs.b.outputs.k }}' } } } }), [['a', 'with.v', "'needs.b' is not a need of this job (needs: none)"]]);
     assert.deepEqual(issues({ outputs: { o: '${{ jobs.a.outputs.k }}', p: '${{ inputs.nope }}', q: { value: 'v', extra: 1 } }, jobs: { a: { run: 'true' } } }), [
       [null, 'outputs.q.extra', "unknown key 'extra' (allowed: value, description)"],
