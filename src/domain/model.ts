@@ -1,3 +1,5 @@
+import type { NotifyTarget } from './notify.js';
+
 /** A job's `if:` (README "Workflow definitions"); the rules are in conditions.ts. */
 export const JOB_CONDITIONS = ['success', 'failure', 'always', 'cancelled'] as const;
 export type JobCondition = (typeof JOB_CONDITIONS)[number];
@@ -157,6 +159,8 @@ export interface WorkflowDefinition {
   concurrency?: Concurrency;
   /** `priority:` of every job that sets none (README "Priorities"); absent: 0. */
   priority?: number;
+  /** `notify:` (README "Notifications"): the webhooks told when a run ends; absent: none. */
+  notify?: NotifyTarget[];
 }
 
 /** How many runs of a workflow may be active at once, and what a start does when that many are. */

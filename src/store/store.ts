@@ -40,10 +40,12 @@ import type {
 
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
 import type { SecretReads, SecretWrites } from './secret-types.js';
+import type { NotificationReads, NotificationWrites } from './notification-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
 export type * from './secret-types.js';
+export type * from './notification-types.js';
 export type * from './operations.js';
 
 /**
@@ -56,7 +58,7 @@ export type * from './operations.js';
  * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
  * one of the operations of `Store`.
  */
-export interface StoreReads extends ArtifactReads, SecretReads {
+export interface StoreReads extends ArtifactReads, SecretReads, NotificationReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
@@ -119,7 +121,7 @@ export interface StoreReads extends ArtifactReads, SecretReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites, SecretWrites {
+export interface Store extends ArtifactWrites, SecretWrites, NotificationWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 

@@ -4,6 +4,7 @@ import type { ActiveJobCount, JobGroupHolder, ListWorkflowsQuery, LogQuery, RunK
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
+import { notificationReads } from './notifications.js';
 import { QUERIES } from './queries.js';
 import type { Exec } from './tx.js';
 
@@ -13,6 +14,7 @@ export function makeReads(q: Exec): StoreReads {
   return {
     ...artifactReads(q),
     ...secretReads(q),
+    ...notificationReads(q),
     getWorkflow: async (id) => {
       const [row] = await q(QUERIES.getWorkflow, [id]);
       return row ? toWorkflow(row) : null;

@@ -137,6 +137,8 @@ export async function deleteWorkflow(sql: Sql, id: string, limits: DeleteLimits)
     if (stopped || found.length > limits.max_runs) return 'more';
     const [gone] = await q(QUERIES.deleteWorkflow, [id]);
     if (gone) await q(QUERIES.deleteRunDefinitions, [id]);
+    // Its id may be created again, and its runs numbered from 1 again (README "Notifications").
+    if (gone) await q(QUERIES.deleteWorkflowNotifications, [id]);
     return gone ? 'deleted' : 'more';
   });
 }

@@ -9,6 +9,7 @@ import { RETENTION_QUERIES } from './retention-queries.js';
 import { SECRET_QUERIES } from './secret-queries.js';
 import { APPROVAL_QUERIES } from './approval-queries.js';
 import { JOB_CONCURRENCY_QUERIES } from './job-concurrency-queries.js';
+import { NOTIFICATION_QUERIES } from './notification-queries.js';
 
 /**
  * Every SQL statement of the SQLite store, by name, gathered from the *-queries.ts files beside this
@@ -30,6 +31,7 @@ export const QUERIES = {
   ...SECRET_QUERIES,
   ...APPROVAL_QUERIES,
   ...JOB_CONCURRENCY_QUERIES,
+  ...NOTIFICATION_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;

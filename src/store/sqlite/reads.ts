@@ -3,6 +3,7 @@ import type { ActiveJobCount, JobGroupHolder, RunJobCount, RunKey, StoreReads } 
 import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
+import { notificationReads } from './notifications.js';
 import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
@@ -16,6 +17,7 @@ export function makeReads(c: Conn): StoreReads {
   return {
     ...artifactReads(c),
     ...secretReads(c),
+    ...notificationReads(c),
     getWorkflow: async (id) => {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;

@@ -115,5 +115,7 @@ export function deleteWorkflow(c: Conn, id: string, limits: DeleteLimits): Delet
   if (runs.length > limits.max_runs) return 'more';
   c.q('deleteWorkflow').run(id);
   c.q('deleteRunDefinitions').run(id);
+  // Its id may be created again, and its runs numbered from 1 again (README "Notifications").
+  c.q('deleteWorkflowNotifications').run(id);
   return 'deleted';
 }
