@@ -2,6 +2,7 @@ import type { SecretKey } from './secret-box.js';
 import type { Logger } from 'pino';
 import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
+import type { NotifySettings } from './notifications.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -86,4 +87,6 @@ export interface EngineOptions {
   blobs?: BlobStore;
   /** WEFT_SECRET_KEY (README "Secrets"): without it, secrets can be neither set nor used. */
   secretKey?: SecretKey | null;
+  /** NOTIFY_* and PUBLIC_URL (README "Notifications"); the timings are settable so tests need not wait for real ones. */
+  notify?: Partial<NotifySettings>;
 }

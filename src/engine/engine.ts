@@ -34,6 +34,7 @@ import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
+import { Notifications } from './notifications.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -68,6 +69,8 @@ export class Engine extends EngineReads {
   readonly approvals: Approvals;
   /** Arrivals in concurrency groups of jobs, settled (README "Concurrency groups"). */
   readonly jobGroups: JobGroups;
+  /** Webhook notifications of run ends, from the store's outbox (README "Notifications"). */
+  readonly notifications: Notifications;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -77,6 +80,7 @@ export class Engine extends EngineReads {
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
+    this.notifications = new Notifications(opts.store, this.secrets, this.now, opts.logger, opts.notify);
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,

@@ -9,6 +9,7 @@ import type { ServerConfig } from './config.js';
 import { displayHost, isLoopback, listenWithFallForward } from './listen.js';
 import { FileBlobs } from './file-blobs.js';
 import { Reaper } from './reaper.js';
+import { notifySettings } from './notify-config.js';
 
 export interface RunningServer {
   url: string;
@@ -45,6 +46,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
     maxArtifactBytes: config.maxArtifactBytes,
     secretKey: config.secretKey,
+    notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
   });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
@@ -86,6 +88,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       );
     }
     for (const warning of config.tokenWarnings) log.warn(warning);
+    // Dashboard links in notifications point here unless PUBLIC_URL says otherwise (README "Notifications").
+    engine.notifications.setPublicUrl(url);
+    engine.notifications.start();
     if (!config.apiOnly) {
       reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
       reaper.start();
@@ -105,6 +110,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       async close() {
         await reaper?.stop();
         await server.close();
+        await engine.notifications.close();
         await engine.disconnectPeers();
         await store.close();
       },
@@ -112,6 +118,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   } catch (err) {
     await reaper?.stop();
     await app?.close();
+    await engine.notifications.close();
     await engine.disconnectPeers();
     await store.close();
     throw err;
@@ -125,14 +132,24 @@ export async function startScheduler(
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const blobs = await blobStore(config, store);
-  const engine = new Engine({ store, blobs, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
+  const engine = new Engine({
+    store,
+    blobs,
+    logger: log,
+    workerRetainMs: config.workerRetainMs,
+    scheduleGraceMs: scheduleGraceMs(config),
+    secretKey: config.secretKey,
+    notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
+  });
   const reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
   reaper.start();
+  engine.notifications.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
   return {
     engine,
     async close() {
       await reaper.stop();
+      await engine.notifications.close();
       // What the last pass changed still reaches the servers.
       await engine.disconnectPeers();
       await store.close();
