@@ -35,6 +35,7 @@ import { Secrets } from './secrets.js';
 import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
 import { Notifications } from './notifications.js';
+import { RunEnds } from './run-ends.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -71,6 +72,8 @@ export class Engine extends EngineReads {
   readonly jobGroups: JobGroups;
   /** Webhook notifications of run ends, from the store's outbox (README "Notifications"). */
   readonly notifications: Notifications;
+  /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
+  readonly runEnds: RunEnds;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -79,8 +82,13 @@ export class Engine extends EngineReads {
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
+    this.runEnds = new RunEnds(opts.store, opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
     this.notifications = new Notifications(opts.store, this.secrets, this.now, opts.logger, opts.notify);
+    // A run's end becomes its notifications, once however often it is handed over (README "Notifications").
+    this.runEnds.handle('notify', async (ends) => {
+      await this.notifications.record(ends);
+    });
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,
@@ -112,6 +120,7 @@ export class Engine extends EngineReads {
       workerRetainMs: opts.workerRetainMs ?? DEFAULT_WORKER_RETAIN_MS,
       announce: (changes) => this.announce(changes),
       jobGroups: this.jobGroups,
+      runEnds: this.runEnds,
       attemptEnded: (event) => this.events.emit('attempt', event),
       scheduledRunStarted: (outcome, labelSets) => {
         this.labelSets.add(labelSets);
@@ -140,6 +149,7 @@ export class Engine extends EngineReads {
       jobs: (changes) => {
         this.emitJobs(changes);
         this.jobGroups.afterChanges(changes);
+        this.runEnds.afterChanges();
         this.waiters.wake();
       },
       logs: (c) => this.events.emit('logs', c),
@@ -369,6 +379,7 @@ export class Engine extends EngineReads {
   /** Ends every waiting claim with nothing (graceful shutdown). */
   close(): void {
     this.waiters.close();
+    this.runEnds.stop();
   }
 
   /** Sends what is still gathered for other servers and stops listening to them. */
@@ -431,6 +442,7 @@ export class Engine extends EngineReads {
     this.waiters.wake();
     this.peers.sendJobs(changes);
     this.jobGroups.afterChanges(changes);
+    this.runEnds.afterChanges();
   }
 
   private emitJobs(changes: readonly JobChange[]): void {

@@ -6,6 +6,7 @@ import type { AttemptEvent } from './engine-options.js';
 import type { OutageWarnings } from './outage.js';
 import type { QueuedRuns } from './queued-runs.js';
 import type { JobGroups } from './job-groups.js';
+import type { RunEnds } from './run-ends.js';
 import { fireDueSchedules, type SchedulePassOptions, type ScheduleTotals } from './schedules.js';
 import {
   BATCHES_PER_PASS,
@@ -32,6 +33,8 @@ export interface HousekeepingContext {
   announce(changes: readonly JobChange[]): void;
   /** Arrivals in concurrency groups of jobs, which each pass settles whoever made them. */
   readonly jobGroups: JobGroups;
+  /** The run-end outbox's consumers: the reaper's pass hands over what no look after a change did. */
+  readonly runEnds: RunEnds;
   /** An attempt this process settled (the `attempt` event). */
   attemptEnded(event: AttemptEvent): void;
   /** A scheduled run started (its label sets are new to this server). */
@@ -78,6 +81,9 @@ export class Housekeeping {
       if (runs > 0) log.warn({ runs }, 'reaper settled runs whose last job finished without settling them (a crash in between)');
       // After the sweeps above, so the slots they freed are taken in this same pass.
       await this.ctx.queued.pass();
+      // Ended runs no look after a change handed over: ended by another server, or a crash between
+      // acting and finishing (docs/architecture.md "Run ends").
+      await this.ctx.runEnds.pass();
     } catch (err) {
       if (!(err instanceof StoreUnavailableError)) throw err;
       this.ctx.outage.warn('reaper', err);

@@ -25,17 +25,12 @@ import {
   type RetryPolicy,
 } from '../domain/notify.js';
 import { WeftError } from '../protocol/errors.js';
-import type { NewNotification, NotificationRecord, NotificationResult, Store, StoreReads } from '../store/store.js';
+import type { NewNotification, NotificationRecord, NotificationResult, RunEnd, Store, StoreReads } from '../store/store.js';
 import { post, type Attempt } from './notify-delivery.js';
 import type { Secrets } from './secrets.js';
 
-/** A run that ended, as the run-end outbox hands it over. */
-export interface EndedRun {
-  workflow_id: string;
-  run_number: number;
-  state: string;
-  ended_at_ms: number;
-}
+/** A run that ended, as the run-end outbox hands it over (store/run-end-types.ts RunEnd). */
+export type EndedRun = Pick<RunEnd, 'workflow_id' | 'run_number' | 'state' | 'ended_at_ms'>;
 
 /** How notifications are made and delivered (README "Configuration", NOTIFY_*). */
 export interface NotifySettings {

@@ -41,11 +41,13 @@ import type {
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
 import type { SecretReads, SecretWrites } from './secret-types.js';
 import type { NotificationReads, NotificationWrites } from './notification-types.js';
+import type { RunEndReads, RunEndWrites } from './run-end-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
 export type * from './secret-types.js';
 export type * from './notification-types.js';
+export type * from './run-end-types.js';
 export type * from './operations.js';
 
 /**
@@ -121,7 +123,7 @@ export interface StoreReads extends ArtifactReads, SecretReads, NotificationRead
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites, SecretWrites, NotificationWrites {
+export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites, NotificationWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 

@@ -18,6 +18,7 @@ import { notificationCases, notificationClaimRace } from './conformance-notifica
 import { groupStartRace, runGroupCases } from './conformance-run-groups.js';
 import { jobGroupCases, jobGroupRaces } from './conformance-job-groups.js';
 import { scheduleCases } from './conformance-schedules.js';
+import { runEndCases } from './conformance-run-ends.js';
 import { conditionCases, conditionRaceCases } from './conformance-conditions.js';
 import { approvalCases, approvalRaceCases } from './conformance-approvals.js';
 import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './conformance-matrix.js';
@@ -70,6 +71,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('concurrency groups', () => runGroupCases(withStore));
     describe('concurrency groups of jobs', () => jobGroupCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
+    describe('the run-end outbox', () => runEndCases(withStore, opts));
     describe('conditional jobs', () => conditionCases(withStore));
     describe('approval gates', () => approvalCases(withStore));
     describe('matrix jobs', () => matrixCases(withStore));

@@ -47,6 +47,8 @@ import { makeReads } from './reads.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
 import { decideApproval, timeOutApprovals } from './approvals.js';
 import { settleJobGroups } from './job-concurrency.js';
+import { finishRunEnds, pendingRunEnds } from './run-ends.js';
+import type { RunEnd, RunEndConsumer } from '../run-end-types.js';
 import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
 import { pruneWorkers, registerWorker } from './workers.js';
@@ -205,6 +207,14 @@ export class PostgresStore implements Store {
 
   settleJobGroups(nowMs: number, limit: number): Promise<JobGroupsOutcome> {
     return settleJobGroups(this.sql, nowMs, limit);
+  }
+
+  pendingRunEnds(consumer: RunEndConsumer, limit: number): Promise<RunEnd[]> {
+    return pendingRunEnds(this.sql, consumer, limit);
+  }
+
+  finishRunEnds(consumer: RunEndConsumer, seqs: readonly number[]): Promise<void> {
+    return finishRunEnds(this.sql, consumer, seqs);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -10,6 +10,7 @@ import { SECRET_QUERIES } from './secret-queries.js';
 import { APPROVAL_QUERIES } from './approval-queries.js';
 import { JOB_CONCURRENCY_QUERIES } from './job-concurrency-queries.js';
 import { NOTIFICATION_QUERIES } from './notification-queries.js';
+import { RUN_END_QUERIES } from './run-end-queries.js';
 
 /**
  * Every SQL statement of the PostgreSQL store, by name, gathered from the *-queries.ts files beside
@@ -41,6 +42,7 @@ export const QUERIES = {
   ...APPROVAL_QUERIES,
   ...JOB_CONCURRENCY_QUERIES,
   ...NOTIFICATION_QUERIES,
+  ...RUN_END_QUERIES,
 } as const;
 
 export type QueryName = keyof typeof QUERIES;

@@ -377,6 +377,38 @@ CREATE TABLE run_definitions (
 `,
   },
   {
+    version: 20,
+    name: 'the run-end outbox: run_ends, filled by triggers on runs',
+    // docs/architecture.md "Run ends": every statement that ends a run (settled, cancelled while
+    // queued, started already over) records the end for each consumer in the same transaction, by
+    // trigger, so no path can miss one; each consumer deletes its entries once it has acted on them.
+    sql: `
+CREATE TABLE run_ends (
+  seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+  consumer     TEXT NOT NULL,
+  workflow_id  TEXT NOT NULL,
+  run_number   INTEGER NOT NULL,
+  state        TEXT NOT NULL,
+  ended_at_ms  INTEGER NOT NULL
+);
+CREATE INDEX run_ends_pending ON run_ends(consumer, seq);
+CREATE TRIGGER runs_ended AFTER UPDATE OF status ON runs
+  WHEN OLD.status IN ('queued', 'running') AND NEW.status IN ('success', 'failed', 'cancelled')
+BEGIN
+  INSERT INTO run_ends (consumer, workflow_id, run_number, state, ended_at_ms)
+    SELECT c.value, NEW.workflow_id, NEW.run_number, NEW.status, coalesce(NEW.finished_at_ms, 0)
+    FROM json_each('["notify","follow","call"]') c;
+END;
+CREATE TRIGGER runs_inserted_ended AFTER INSERT ON runs
+  WHEN NEW.status IN ('success', 'failed', 'cancelled')
+BEGIN
+  INSERT INTO run_ends (consumer, workflow_id, run_number, state, ended_at_ms)
+    SELECT c.value, NEW.workflow_id, NEW.run_number, NEW.status, coalesce(NEW.finished_at_ms, 0)
+    FROM json_each('["notify","follow","call"]') c;
+END;
+`,
+  },
+  {
     version: 22,
     name: 'notifications: the outbox of webhook deliveries of run ends',
     // README "Notifications": one row per run and target (notifications_target, so a run end handled

@@ -44,6 +44,8 @@ import { ThreadWriter } from './writer.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
 import { previewPrune } from './retention.js';
+import { pendingRunEnds } from './run-ends.js';
+import type { RunEnd, RunEndConsumer } from '../run-end-types.js';
 import { writeCall, type WriteArgs, type WriteName, type WriteResult } from './writes.js';
 
 export type { SqliteStoreOptions } from './connection.js';
@@ -168,6 +170,15 @@ export class SqliteStore implements Store {
 
   settleJobGroups(nowMs: number, limit: number): Promise<JobGroupsOutcome> {
     return this.write('settleJobGroups', nowMs, limit);
+  }
+
+  /** A read on this thread's connection: WAL lets it go on while the writer commits. */
+  pendingRunEnds(consumer: RunEndConsumer, limit: number): Promise<RunEnd[]> {
+    return this.lock.run(async () => pendingRunEnds(this.conn, consumer, limit));
+  }
+
+  finishRunEnds(consumer: RunEndConsumer, seqs: readonly number[]): Promise<void> {
+    return this.write('finishRunEnds', consumer, seqs);
   }
 
   expireLeases(nowMs: number, limit: number): Promise<ReapOutcome> {

@@ -13,6 +13,7 @@ import type { Conn } from './connection.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { decideApproval, timeOutApprovals } from './approvals.js';
 import { settleJobGroups } from './job-concurrency.js';
+import { finishRunEnds } from './run-ends.js';
 import { claim, releaseLeases } from './claim.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
@@ -39,6 +40,7 @@ export const WRITES = {
   decideApproval,
   timeOutApprovals,
   settleJobGroups,
+  finishRunEnds,
   registerWorker,
   pruneWorkers,
   expireLeases,
