@@ -25,7 +25,7 @@ import {
   type RetryPolicy,
 } from '../domain/notify.js';
 import { WeftError } from '../protocol/errors.js';
-import type { NewNotification, NotificationRecord, NotificationResult, RunEnd, Store, StoreReads } from '../store/store.js';
+import type { NewNotification, NotificationQuery, NotificationRecord, NotificationResult, RunEnd, Store, StoreReads } from '../store/store.js';
 import { post, type Attempt } from './notify-delivery.js';
 import type { Secrets } from './secrets.js';
 
@@ -199,6 +199,11 @@ export class Notifications {
       failed_jobs_total: total,
       url: runLink(this.settings.publicUrl, end.workflow_id, end.run_number),
     };
+  }
+
+  /** A page of notifications, newest first (GET /api/notifications). */
+  list(q: NotificationQuery): Promise<NotificationRecord[]> {
+    return this.store.read((r) => r.listNotifications(q));
   }
 
   // ---------------------------------------------------------------- delivering them

@@ -14,6 +14,7 @@ import { batchRoutes } from './routes/batches.js';
 import { logRoutes } from './routes/logs.js';
 import { artifactRoutes } from './routes/artifacts.js';
 import { secretRoutes } from './routes/secrets.js';
+import { notificationRoutes } from './routes/notifications.js';
 import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -198,6 +199,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   batchRoutes(app, opts.engine);
   artifactRoutes(app, opts.engine);
   secretRoutes(app, opts.engine);
+  notificationRoutes(app, opts.engine);
   const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
   const live = new LiveEvents(opts.engine, opts.logger, { pollMs: opts.logPollMs, replayBytes: opts.eventsReplayBytes, maxBacklogBytes: opts.streamBacklogBytes });

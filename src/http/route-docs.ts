@@ -16,6 +16,7 @@ export const TAGS = [
   { name: 'logs', description: 'Job logs, stored and live' },
   { name: 'artifacts', description: "Files a job's successful attempt uploaded, for later jobs and for people" },
   { name: 'secrets', description: 'Secrets jobs get in their env: set and listed by admins, never answered' },
+  { name: 'notifications', description: 'Webhooks told of run ends: what was sent where, and how it went' },
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 

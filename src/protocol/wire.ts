@@ -15,3 +15,4 @@ export * from './logs-wire.js';
 export * from './service-wire.js';
 export * from './artifacts-wire.js';
 export * from './secrets-wire.js';
+export * from './notifications-wire.js';
