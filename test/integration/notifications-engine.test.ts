@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { client, until } from '../helpers/http.js';
 import { startInProcess } from '../helpers/server.js';
-import { startReceiver, type Receiver } from '../helpers/receiver.js';
+import { startReceiver } from '../helpers/receiver.js';
 import { parseSecretKey } from '../../src/engine/secret-box.js';
 import type { NotifySettings } from '../../src/engine/notifications.js';
 

@@ -58,7 +58,7 @@ test('a webhook URL: http or https, absolute, bounded, no control characters; a 
 
 test('retries: doubling from the base up to the cap, each drawn between half and all of it; none past the give-up age', () => {
   const policy = { baseMs: 1000, maxMs: 8000, giveUpMs: 60_000 };
-  const at = (attempts: number, r: number, now = 10_000) => nextAttemptAt(policy, attempts, 0, now, () => r);
+  const at = (attempts: number, r: number, now = 10_000) => nextAttemptAt(policy, attempts, 0, now, () => r)!;
   assert.deepEqual([1, 2, 3, 4, 5, 9].map((n) => at(n, 1) - 10_000), [1000, 2000, 4000, 8000, 8000, 8000]);
   assert.deepEqual([1, 2, 3, 4].map((n) => at(n, 0) - 10_000), [500, 1000, 2000, 4000], 'at least half: the jitter never collapses the delay');
   assert.equal(nextAttemptAt(policy, 1, 0, 59_001, () => 1), null, 'the next attempt would come after the give-up age');
