@@ -73,4 +73,13 @@ test('the Notifications page lists deliveries and failing attempts, filters them
   await page.goto(`${stack.url}/#/workflows/shipped`);
   await page.getByRole('table', { name: 'Notifications of run 1' }).locator('tr[data-status="delivered"]').waitFor(WAIT);
   assert.deepEqual(errors, []);
+
+  // On a phone the webhook column is left out and nothing spills sideways.
+  const phone = await stack.newPage(390, 844);
+  await phone.page.goto(`${stack.url}/#/notifications`);
+  await phone.page.getByRole('table', { name: 'Notifications' }).getByText(/ECONNREFUSED/).waitFor(WAIT);
+  const spill = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(spill <= 1, `the page is ${spill}px wider than the phone`);
+  await screenshot(phone.page, 'notifications-phone');
+  assert.deepEqual(phone.errors, []);
 });

@@ -88,7 +88,9 @@ function NotificationRows({ list, now, withRun }: { list: NotificationView[]; no
     <tbody>
       {list.map((n) => (
         <tr key={n.id} data-notification={n.id} data-status={n.status}>
-          <td title={stamp(n.created_at_ms)}>{ago(n.created_at_ms, now)}</td>
+          <td class="wide-only" title={stamp(n.created_at_ms)}>
+            {ago(n.created_at_ms, now)}
+          </td>
           {withRun && (
             <td>
               <a href={workflowHref(n.workflow_id, n.run_number)}>
@@ -103,7 +105,7 @@ function NotificationRows({ list, now, withRun }: { list: NotificationView[]; no
           <td class="wide-only">
             <Target n={n} />
           </td>
-          <td>{n.attempts}</td>
+          <td class="wide-only">{n.attempts}</td>
           <td>{when(n, now)}</td>
           <td class="notify-error">{n.last_error ?? <span class="muted">—</span>}</td>
         </tr>
@@ -116,11 +118,12 @@ function Head({ withRun }: { withRun: boolean }) {
   return (
     <thead>
       <tr>
-        <th>Created</th>
+        {/* A phone keeps what says how it went: the run, the state, when, and why not. */}
+        <th class="wide-only">Created</th>
         {withRun && <th>Run</th>}
         <th>Status</th>
         <th class="wide-only">Webhook</th>
-        <th>Attempts</th>
+        <th class="wide-only">Attempts</th>
         <th>When</th>
         <th>Last error</th>
       </tr>
