@@ -9,8 +9,11 @@ export const NOTIFICATION_QUERIES = {
       (id, workflow_id, run_number, run_status, target, url, secret_name, format, payload, status, attempts, due_at_ms, created_at_ms, updated_at_ms)
     VALUES (@id, @workflow_id, @run_number, @run_status, @target, @url, @secret_name, @format, @payload, 'pending', 0, @created_at_ms, @created_at_ms, @created_at_ms)
     ON CONFLICT (workflow_id, run_number, target) DO NOTHING`,
-  /** Pending rows whose attempt is due and delivering rows whose claim ran out, oldest due first. ? now, ? limit */
-  dueNotifications: `SELECT seq FROM notifications
+  /**
+   * Pending rows whose attempt is due and delivering rows whose claim ran out, oldest due first. Named
+   * INDEXED BY: without statistics the planner would take notifications_status and sort. ? now, ? limit
+   */
+  dueNotifications: `SELECT seq FROM notifications INDEXED BY notifications_due
     WHERE status IN ('pending', 'delivering') AND due_at_ms <= ?
     ORDER BY due_at_ms, seq LIMIT ?`,
   /** @seq, @now_ms, @until_ms, @claim_id */
@@ -26,10 +29,11 @@ export const NOTIFICATION_QUERIES = {
     RETURNING 1`,
   /** ? before, ? limit */
   pruneNotifications: `DELETE FROM notifications WHERE seq IN (
-      SELECT seq FROM notifications WHERE status IN ('delivered', 'failed') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
+      SELECT seq FROM notifications INDEXED BY notifications_settled
+      WHERE status IN ('delivered', 'failed') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
   /** ? workflow_id */
   deleteWorkflowNotifications: `DELETE FROM notifications WHERE workflow_id = ?`,
-  nextNotificationDue: `SELECT MIN(due_at_ms) AS due FROM notifications WHERE status IN ('pending', 'delivering')`,
+  nextNotificationDue: `SELECT MIN(due_at_ms) AS due FROM notifications INDEXED BY notifications_due WHERE status IN ('pending', 'delivering')`,
   // The list, newest first, one statement per filter so that each reads an index in order.
   /** @limit, @offset */
   listNotifications: `SELECT * FROM notifications ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
