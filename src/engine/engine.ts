@@ -84,7 +84,7 @@ export class Engine extends EngineReads {
     this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
     this.runEnds = new RunEnds(opts.store, opts.logger);
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
-    this.notifications = new Notifications(opts.store, this.secrets, this.now, opts.logger, opts.notify);
+    this.notifications = new Notifications(opts.store, this.secrets, this.now, opts.logger, opts.notify, this.outage);
     // A run's end becomes its notifications, once however often it is handed over (README "Notifications").
     this.runEnds.handle('notify', async (ends) => {
       await this.notifications.record(ends);

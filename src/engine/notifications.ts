@@ -26,7 +26,9 @@ import {
 } from '../domain/notify.js';
 import { WeftError } from '../protocol/errors.js';
 import type { NewNotification, NotificationQuery, NotificationRecord, NotificationResult, RunEnd, Store, StoreReads } from '../store/store.js';
+import { StoreUnavailableError } from '../store/index.js';
 import { post, type Attempt } from './notify-delivery.js';
+import { OutageWarnings } from './outage.js';
 import type { Secrets } from './secrets.js';
 
 /** A run that ended, as the run-end outbox hands it over (store/run-end-types.ts RunEnd). */
@@ -104,6 +106,7 @@ export class Notifications {
     private readonly now: () => number,
     private readonly log: Logger,
     settings: Partial<NotifySettings> = {},
+    private readonly outage = new OutageWarnings(log),
   ) {
     this.settings = { ...NOTIFY_DEFAULTS, ...settings };
     this.settings.claimMs = Math.max(this.settings.claimMs, this.settings.timeoutMs + 1000);
@@ -252,7 +255,8 @@ export class Notifications {
       nextDue = await this.store.read((r) => r.nextNotificationDue());
     } catch (err) {
       // The store is away (a restart): the next pass tries again.
-      this.log.warn({ err }, 'notification pass failed; trying again');
+      if (err instanceof StoreUnavailableError) this.outage.warn('notifications', err);
+      else this.log.error({ err }, 'notification pass failed; the next pass tries again');
     }
     if (!this.started) return;
     const wait = nextDue === null ? this.settings.pollMs : Math.min(this.settings.pollMs, Math.max(MIN_PASS_GAP_MS, nextDue - this.now()));
@@ -271,7 +275,10 @@ export class Notifications {
       const claimed = await this.store.claimNotifications({ now_ms: this.now(), limit: free, claim_ms: this.settings.claimMs, claim_id: randomUUID() });
       for (const n of claimed) {
         const p: Promise<void> = this.attempt(n)
-          .catch((err: unknown) => this.log.error({ err, notification: n.id }, 'notification attempt could not be settled; its claim will run out and it will be tried again'))
+          .catch((err: unknown) => {
+            if (err instanceof StoreUnavailableError) this.outage.warn('notifications', err);
+            else this.log.error({ err, notification: n.id }, 'notification attempt could not be settled; its claim will run out and it will be tried again');
+          })
           .finally(() => {
             this.inFlight.delete(p);
             this.kick();

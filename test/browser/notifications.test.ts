@@ -9,6 +9,9 @@ import { until } from '../helpers/http.js';
 import { dashboardStack, screenshot } from '../helpers/browser.js';
 import { freePort, startReceiver } from '../helpers/receiver.js';
 
+// Read in the page (page.evaluate), where the DOM is.
+declare const document: any;
+
 const WAIT = { timeout: 60_000 };
 const stack = dashboardStack('weft-dash-notify-', { NOTIFY_RETRY_SECS: '0.2' });
 
@@ -78,7 +81,7 @@ test('the Notifications page lists deliveries and failing attempts, filters them
   const phone = await stack.newPage(390, 844);
   await phone.page.goto(`${stack.url}/#/notifications`);
   await phone.page.getByRole('table', { name: 'Notifications' }).getByText(/ECONNREFUSED/).waitFor(WAIT);
-  const spill = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const spill = await phone.page.evaluate(() => (document.documentElement.scrollWidth as number) - (document.documentElement.clientWidth as number));
   assert.ok(spill <= 1, `the page is ${spill}px wider than the phone`);
   await screenshot(phone.page, 'notifications-phone');
   assert.deepEqual(phone.errors, []);
