@@ -14,6 +14,7 @@ import { loadSettings, type Settings, type StoreKind } from './lib/settings.js';
 import { errorMessage, median, round } from './lib/util.js';
 import { backlogScenario, labelSets } from './scenarios/backlog.js';
 import { dagScenario } from './scenarios/dag.js';
+import { bareRates, bareRow, workerScenario } from './scenarios/workers.js';
 import { throughputRep, type Target, type ThroughputRep } from './scenarios/throughput.js';
 
 const started = Date.now();
@@ -212,6 +213,21 @@ async function main(): Promise<void> {
           log(`${row.name}: ${row.status === 'ok' ? `claim p50 ${row.latency?.p50_ms} ms, p99 ${row.latency?.p99_ms} ms` : `${row.status}: ${row.note}`}`);
           rows.push(row);
         }
+      }
+    }
+  }
+
+  if (s.sections.includes('workers')) {
+    log(`real workers: the bare rate of sh -c true (${s.workers.bareSpawns} spawns)`);
+    const bare = await bareRates(s);
+    const row = bareRow(bare, s);
+    log(`${row.name}: ${row.jobs_per_sec}/s; ${row.note}`);
+    rows.push(row);
+    for (const store of liveStores) {
+      log(`real workers on ${STORE_NAME[store]}: chain ${s.workers.chainLength}, fan 1→${s.workers.fanWidth}→1, ${s.workers.drainWorkers} workers draining ${s.workers.drainJobs}`);
+      for (const r of await workerScenario(s, store, bare)) {
+        log(`${r.name}: ${r.status === 'ok' ? `${r.jobs_per_sec} jobs/s, p50 ${r.latency?.p50_ms ?? '—'} ms, p99 ${r.latency?.p99_ms ?? '—'} ms; ${r.note}` : `${r.status}: ${r.note}`}`);
+        rows.push(r);
       }
     }
   }

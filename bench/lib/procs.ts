@@ -180,6 +180,45 @@ export async function startWeft(databaseUrl: string, workflowsDir: string, extra
   return startServer('weft server', [...nodeArgs, weftBin, 'server'], env);
 }
 
+/**
+ * Starts `weft worker` (of the snapshot) against `origin` and waits for its start line. Its output is
+ * drained and only a short tail kept, as for servers.
+ */
+export async function startWorker(origin: string, env: Record<string, string>): Promise<ServerHandle> {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of ['SERVER_URL', 'WEFT_TOKEN', 'LABELS', 'CONCURRENCY', 'WORK_DIR', 'LONG_POLL_SECS', 'LOG_LEVEL']) delete base[k];
+  const child = spawn(process.execPath, [weftBin, 'worker'], { cwd: REPO_DIR, env: { ...base, SERVER_URL: origin, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stop = trackChild(child, 'weft worker');
+  const lines: string[] = [];
+  const tail = () => lines.join('\n');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`weft worker printed no start line within 30 s:\n${tail()}`)), 30_000);
+      const onData = (chunk: Buffer) => {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (!line) continue;
+          lines.push(line.length > 600 ? `${line.slice(0, 600)}…` : line);
+          if (lines.length > 40) lines.shift();
+          if (/weft worker \S+ started/.test(line)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        }
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`weft worker exited (${signal ?? code}) before starting:\n${tail()}`));
+      });
+    });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { origin, pid: child.pid!, tail, stop };
+}
+
 export async function startCeiling(jobs: number): Promise<ServerHandle> {
   return startServer('ceiling server', ['--import', 'tsx', path.join(BENCH_DIR, 'ceiling.ts')], {
     ...process.env,
@@ -332,6 +371,11 @@ export function buildSnapshot(): BuildOutcome {
 }
 
 let weftBin = path.join(REPO_DIR, 'bin', 'weft');
+
+/** The bin/weft every later start runs (the snapshot's, once useWeftBin was called). */
+export function weftBinPath(): string {
+  return weftBin;
+}
 
 /** Makes every later startWeft run this bin/weft (the snapshot's) instead of the repository's. */
 export function useWeftBin(bin: string): void {

@@ -2,8 +2,8 @@
 import { envInt } from './util.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
-export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog';
-const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog'];
+export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog' | 'workers';
+const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog', 'workers'];
 
 export interface Settings {
   quick: boolean;
@@ -24,6 +24,8 @@ export interface Settings {
   repSecs: number;
   dag: { chainLength: number; fanWidth: number; longPollSecs: number; pollPauseMs: number; deadlineSecs: number };
   backlog: { sizes: number[]; labelSets: number; claimsPerLoop: { small: number; large: number } };
+  /** Real `weft worker` processes running `true` (bench/scenarios/workers.ts). */
+  workers: { concurrency: number; chainLength: number; fanWidth: number; drainJobs: number; drainWorkers: number; bareSpawns: number };
   /** Server counts of the `servers` rows: the spec path on PostgreSQL through that many servers on one database. */
   serverCounts: number[];
   stores: StoreKind[];
@@ -60,6 +62,7 @@ export function loadSettings(): Settings {
     dag: { chainLength: quick ? 100 : 200, fanWidth: 50, longPollSecs: 30, pollPauseMs: 2, deadlineSecs: 90 },
     // 1k: every loop's two fitting label sets hold 40 jobs, so 30 claims per loop never run dry.
     backlog: { sizes, labelSets: 50, claimsPerLoop: { small: 30, large: 150 } },
+    workers: { concurrency: 8, chainLength: quick ? 50 : 200, fanWidth: 50, drainJobs: quick ? 400 : 2000, drainWorkers: 4, bareSpawns: quick ? 200 : 1000 },
     serverCounts: (list('BENCH_SERVER_COUNTS') ?? ['2', '3']).map((x) => {
       const n = Number(x);
       if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`BENCH_SERVER_COUNTS: "${x}" is not an integer 1..8`);

@@ -50,7 +50,10 @@ export class Artifacts {
       writer = await this.blobs.writer(blobId);
       const hash = createHash('sha256');
       let size = 0;
-      const chunk = Buffer.allocUnsafe(ARTIFACT_CHUNK_BYTES);
+      // Shared memory: handed to SQLite's writer thread, a chunk is shared rather than copied into a
+      // fresh buffer of that thread, whose garbage it would then be (a 1 GiB upload left ~1,000 such
+      // buffers for the thread's rare collections: docs/performance.md "Artifacts").
+      const chunk = Buffer.from(new SharedArrayBuffer(ARTIFACT_CHUNK_BYTES));
       let filled = 0;
       for await (const data of body) {
         size += data.byteLength;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
 import type { NotifySettings } from './notifications.js';
+import type { SpanSink } from '../domain/trace-context.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -15,23 +16,29 @@ export interface EngineEvents {
   workflow: [string];
   /** An attempt started or ended here (README "Metrics" counts these). */
   attempt: [AttemptEvent];
+  /**
+   * Durable changes this process made, as it announces them to the others (`job` also carries those
+   * heard from other servers): README "Traces (OpenTelemetry)" reads the runs they ended.
+   */
+  changed: [readonly JobChange[]];
 }
 
 /**
  * An attempt's start or end, as this process made or found it; what another process (a `weft
  * scheduler`'s reaper) settles is heard there, not here. `job` is the job afterwards: for an ended
- * attempt, `queued` means it will be retried.
+ * attempt, `queued` means it will be retried. `ran` is the job as the ended attempt ran, just before
+ * its end (a re-queued job no longer carries the attempt's ready time, claim or worker).
  */
 export type AttemptEvent =
   /** Handed to a worker: it waited from `job.ready_at_ms` to `job.started_at_ms`. */
   | { kind: 'claimed'; job: JobRecord }
   | { kind: 'completed'; job: JobRecord }
   /** Reported failed by its worker; it ran from `started_at_ms` to `at_ms`. */
-  | { kind: 'failed'; job: JobRecord; started_at_ms: number; at_ms: number }
+  | { kind: 'failed'; job: JobRecord; started_at_ms: number; at_ms: number; ran: JobRecord }
   /** Its lease ran out, found by the reaper or by a call on that lease. */
-  | { kind: 'expired'; job: JobRecord }
+  | { kind: 'expired'; job: JobRecord; ran: JobRecord }
   /** It outlived its timeout_secs, found by the reaper or by a call on its lease. */
-  | { kind: 'timed_out'; job: JobRecord };
+  | { kind: 'timed_out'; job: JobRecord; ran: JobRecord };
 
 /**
  * A worker's claim as the engine takes it (from the wire's ClaimRequest, src/protocol/wire.ts): who
@@ -89,4 +96,9 @@ export interface EngineOptions {
   secretKey?: SecretKey | null;
   /** NOTIFY_* and PUBLIC_URL (README "Notifications"); the timings are settable so tests need not wait for real ones. */
   notify?: Partial<NotifySettings>;
+  /**
+   * Where the spans of runs and attempts go (README "Traces (OpenTelemetry)"): the runtime passes its
+   * OTLP exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set. Absent: no tracing, and no work for it.
+   */
+  traceSink?: SpanSink | null;
 }

@@ -36,6 +36,7 @@ import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
 import { Notifications } from './notifications.js';
 import { RunEnds } from './run-ends.js';
+import { Tracing } from './tracing.js';
 
 export type { ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -74,6 +75,8 @@ export class Engine extends EngineReads {
   readonly notifications: Notifications;
   /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
   readonly runEnds: RunEnds;
+  /** Spans of runs and attempts (README "Traces (OpenTelemetry)"); null unless a span sink was given. */
+  readonly tracing: Tracing | null;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -145,6 +148,7 @@ export class Engine extends EngineReads {
     );
     // Every SSE follower listens here; the default cap of 10 would warn under normal use.
     this.events.setMaxListeners(0);
+    this.tracing = opts.traceSink ? new Tracing({ store: opts.store, events: this.events, sink: opts.traceSink, log: opts.logger, now: this.now }) : null;
     this.peers = new Peers(opts.store, {
       jobs: (changes) => {
         this.emitJobs(changes);
@@ -346,9 +350,11 @@ export class Engine extends EngineReads {
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
     // A claim of jobs that name no secret (the common case) takes no extra step (README "Secrets").
     const secrets = this.secrets.noneNamed(claimed) ? null : await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
+    // Without tracing (the default) nothing is asked here.
+    const traces = this.tracing ? new Map(zip(claimed.map((c) => c.lease.lease_id), await this.tracing.traceparents(claimed.map((c) => c.job)))) : null;
     const results = secrets
-      ? claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id)))
-      : claimed.map((c) => claimResult(c));
+      ? claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id), traces?.get(c.lease.lease_id)))
+      : claimed.map((c) => claimResult(c, undefined, traces?.get(c.lease.lease_id)));
     if (secrets) await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
     try {
       await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
@@ -438,6 +444,7 @@ export class Engine extends EngineReads {
   /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */
   private announce(changes: readonly JobChange[]): void {
     if (changes.length === 0) return;
+    this.events.emit('changed', changes);
     this.emitJobs(changes);
     this.waiters.wake();
     this.peers.sendJobs(changes);
@@ -448,6 +455,10 @@ export class Engine extends EngineReads {
   private emitJobs(changes: readonly JobChange[]): void {
     for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
+}
+
+function zip<A, B>(a: readonly A[], b: readonly B[]): Array<[A, B]> {
+  return a.map((x, i) => [x, b[i]!]);
 }
 
 /** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */

@@ -65,11 +65,11 @@ export class Housekeeping {
       const expired = await store.expireLeases(now, REAP_BATCH);
       counts.expired = expired.ended.length;
       this.ctx.announce(expired.changes);
-      for (const job of expired.ended) this.ctx.attemptEnded({ kind: 'expired', job });
+      expired.ended.forEach((job, i) => this.ctx.attemptEnded({ kind: 'expired', job, ran: expired.ran?.[i] ?? job }));
       const timedOut = await store.timeOutJobs(now, REAP_BATCH);
       counts.timedOut = timedOut.ended.length;
       this.ctx.announce(timedOut.changes);
-      for (const job of timedOut.ended) this.ctx.attemptEnded({ kind: 'timed_out', job });
+      timedOut.ended.forEach((job, i) => this.ctx.attemptEnded({ kind: 'timed_out', job, ran: timedOut.ran?.[i] ?? job }));
       // Waits for approval past their timeout_secs fail, as a reject would (README "Approvals").
       const approvals = await store.timeOutApprovals(now, REAP_BATCH);
       counts.approvalsTimedOut = approvals.ended.length;

@@ -82,7 +82,7 @@ export class LeaseCalls {
     switch (outcome.kind) {
       case 'failed': {
         this.ctx.announce(outcome.changes);
-        this.ctx.attempt({ kind: 'failed', job: outcome.job, started_at_ms: outcome.started_at_ms, at_ms: now });
+        this.ctx.attempt({ kind: 'failed', job: outcome.job, started_at_ms: outcome.started_at_ms, at_ms: now, ran: outcome.ran });
         await this.ctx.queued.after(outcome.changes);
         const { job } = outcome;
         this.ctx.log.info(
@@ -144,8 +144,8 @@ export class LeaseCalls {
    */
   refused(leaseId: string, outcome: LeaseRefusal, holder: string | null): WeftError {
     this.ctx.announce(refusalChanges(outcome));
-    if (outcome.kind === 'expired' && outcome.job) this.ctx.attempt({ kind: 'expired', job: outcome.job });
-    if (outcome.kind === 'timed_out') this.ctx.attempt({ kind: 'timed_out', job: outcome.job });
+    if (outcome.kind === 'expired' && outcome.job && outcome.ran) this.ctx.attempt({ kind: 'expired', job: outcome.job, ran: outcome.ran });
+    if (outcome.kind === 'timed_out') this.ctx.attempt({ kind: 'timed_out', job: outcome.job, ran: outcome.ran });
     return leaseRefusalError(leaseId, outcome, holder);
   }
 }

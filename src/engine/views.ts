@@ -323,8 +323,10 @@ export function logChunkView(c: LogChunkRecord): LogChunkView {
  * The claim answer. `secrets`: the job's secrets opened for it (README "Secrets"); their values go into
  * its env and, as `mask`, tell the worker what to hide in what it sends back.
  */
-export function claimResult(c: Claimed, secrets?: { values: ReadonlyMap<string, string> }): ClaimResult {
+export function claimResult(c: Claimed, secrets?: { values: ReadonlyMap<string, string> }, traceparent?: string | null): ClaimResult {
   const job = claimedJob(c.job, secrets?.values);
+  // The attempt's span (README "Traces (OpenTelemetry)"), after the job's own env: weft names the span.
+  if (traceparent) job.env = { ...job.env, TRACEPARENT: traceparent };
   if (secrets && secrets.values.size > 0) job.mask = [...new Set(secrets.values.values())];
   return { job, lease: leaseView(c.lease) };
 }

@@ -31,6 +31,8 @@ import { HealthAnswer, ReadyAnswer } from '../protocol/wire.js';
 import { clientErrorHandler, DEFAULT_REQUEST_TIMEOUT_MS, requestTimeoutOptions } from './connection-limits.js';
 import { parseJsonBody } from './json-body.js';
 import { DEFAULT_MAX_STREAMS, StreamSlots } from './stream-slots.js';
+import { registerTraceHooks } from './trace-hooks.js';
+import type { SpanSink } from '../domain/trace-context.js';
 
 export interface AppOptions {
   engine: Engine;
@@ -55,6 +57,8 @@ export interface AppOptions {
   /** EVENTS_REPLAY_BYTES and STREAM_BACKLOG_BYTES (README "Limits"). */
   eventsReplayBytes?: number;
   streamBacklogBytes?: number;
+  /** Where a span per request goes (README "Traces (OpenTelemetry)"); absent: no span, no hook. */
+  traceSink?: SpanSink | null;
 }
 
 /** The service routes' documentation (src/http/route-docs.ts); their answers are written by hand. */
@@ -99,6 +103,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandling(app);
+  // README "Traces (OpenTelemetry)": a server span per request, refusals included.
+  if (opts.traceSink) registerTraceHooks(app, opts.traceSink);
   // First, so that every answer, refusals included, leaves its line at debug.
   registerRequestLog(app, opts.logger);
   // Before authentication: a page from a refused origin or host is refused whatever token it has.

@@ -10,6 +10,7 @@ import { displayHost, isLoopback, listenWithFallForward } from './listen.js';
 import { FileBlobs } from './file-blobs.js';
 import { Reaper } from './reaper.js';
 import { notifySettings } from './notify-config.js';
+import { startTelemetry } from './telemetry.js';
 
 export interface RunningServer {
   url: string;
@@ -36,9 +37,12 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
 export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const blobs = await blobStore(config, store);
+  // README "Traces (OpenTelemetry)": null, with nothing loaded, unless an OTLP endpoint is set.
+  const telemetry = await startTelemetry(process.env, 'weft', log);
   const engine = new Engine({
     store,
     blobs,
+    traceSink: telemetry,
     logger: log,
     workerOfflineAfterMs: config.workerOfflineAfterMs,
     workerRetainMs: config.workerRetainMs,
@@ -68,6 +72,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       maxStreams: config.maxStreams,
       eventsReplayBytes: config.eventsReplayBytes,
       streamBacklogBytes: config.streamBacklogBytes,
+      traceSink: telemetry,
     });
     const port = await listenWithFallForward(app, config.host, config.port);
     if (config.port !== 0 && port !== config.port) {
@@ -111,7 +116,10 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
         await reaper?.stop();
         await server.close();
         await engine.notifications.close();
+        // What this server's last operations ended is read while the store is still open, then sent.
+        await engine.tracing?.close();
         await engine.disconnectPeers();
+        await telemetry?.shutdown();
         await store.close();
       },
     };
@@ -119,7 +127,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     await reaper?.stop();
     await app?.close();
     await engine.notifications.close();
+    await engine.tracing?.close();
     await engine.disconnectPeers();
+    await telemetry?.shutdown();
     await store.close();
     throw err;
   }
@@ -132,9 +142,12 @@ export async function startScheduler(
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const blobs = await blobStore(config, store);
+  // Its reaper ends attempts (expiries, timeouts), whose spans it exports (README "Traces (OpenTelemetry)").
+  const telemetry = await startTelemetry(process.env, 'weft', log);
   const engine = new Engine({
     store,
     blobs,
+    traceSink: telemetry,
     logger: log,
     workerRetainMs: config.workerRetainMs,
     scheduleGraceMs: scheduleGraceMs(config),
@@ -150,8 +163,10 @@ export async function startScheduler(
     async close() {
       await reaper.stop();
       await engine.notifications.close();
+      await engine.tracing?.close();
       // What the last pass changed still reaches the servers.
       await engine.disconnectPeers();
+      await telemetry?.shutdown();
       await store.close();
     },
   };

@@ -11,9 +11,12 @@ import type { JobChange, JobRecord, LabelSet, LeaseRecord, NewJob, RunKey, RunRe
 export type LeaseRefusal =
   | { kind: 'not_found' }
   | { kind: 'settled'; state: 'completed' | 'failed' | 'expired' | 'timed_out' | 'released' }
-  /** `job`: the job after the failure, or null when it no longer ran under this lease (nothing else changed). */
-  | { kind: 'expired'; lease: LeaseRecord; job: JobRecord | null; changes: JobChange[] }
-  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; changes: JobChange[] }
+  /**
+   * `job`: the job after the failure, or null when it no longer ran under this lease (nothing else changed).
+   * `ran`: the job as the attempt ran, before the failure (null with `job`); see FailOutcome.
+   */
+  | { kind: 'expired'; lease: LeaseRecord; job: JobRecord | null; ran: JobRecord | null; changes: JobChange[] }
+  | { kind: 'timed_out'; lease: LeaseRecord; job: JobRecord; ran: JobRecord; changes: JobChange[] }
   /** The call came with another token than the lease's claim (leaseUsableBy); nothing changed. */
   | { kind: 'not_yours'; token_name: string };
 
@@ -33,8 +36,11 @@ export type FailOutcome =
   /**
    * The job after the failure: queued again (attempt + 1, maybe delayed) or failed (dependents skipped).
    * `started_at_ms`: when the failed attempt started, which a re-queued job no longer carries.
+   * `ran`: the job as the failed attempt ran, just before the failure: a re-queued job no longer
+   * carries the attempt's ready time, claim or worker, which its trace span shows (README "Traces
+   * (OpenTelemetry)").
    */
-  | { kind: 'failed'; job: JobRecord; started_at_ms: number; changes: JobChange[] }
+  | { kind: 'failed'; job: JobRecord; started_at_ms: number; ran: JobRecord; changes: JobChange[] }
   | { kind: 'cancelled'; job: JobRecord }
   | LeaseRefusal;
 
@@ -88,6 +94,11 @@ export interface ReapOutcome {
   changes: JobChange[];
   /** Each attempt the sweep ended, as its job is afterwards: queued again for a retry, or failed. */
   ended: JobRecord[];
+  /**
+   * expireLeases and timeOutJobs: the job of each attempt in `ended`, in the same order, as it ran just
+   * before the sweep ended it (see FailOutcome's `ran`). Absent where no attempt ran (approvals).
+   */
+  ran?: JobRecord[];
 }
 
 /**

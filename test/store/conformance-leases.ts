@@ -79,6 +79,7 @@ export function leaseCases(withStore: Case): void {
       assert.deepEqual(out.changes, [change(wf, 'a')], kind);
       const j = await job(store, wf, 'a');
       assert.deepEqual(out.job, j, `${kind}: the job after the expiry`);
+      assert.deepEqual(out.ran, c.job, `${kind}: the job as the expired attempt ran (its claim, worker and ready time)`);
       assert.deepEqual(
         [j.status, j.attempt, j.error, j.ready_at_ms, j.lease_id, j.worker_id, j.outputs],
         ['queued', 1, LEASE_EXPIRED_ERROR, 11_001, null, null, null],
@@ -122,6 +123,7 @@ export function leaseCases(withStore: Case): void {
       assert.deepEqual(out.changes, [change(wf, 'a')]);
       const j = await job(store, wf, 'a');
       assert.deepEqual(out.job, j, 'the job as the timeout left it');
+      assert.deepEqual(out.ran, c.job, `${kind}: the job as the timed-out attempt ran`);
       assert.deepEqual([j.status, j.attempt, j.error, j.deadline_ms, j.lease_id], ['queued', 1, timedOutError(5), null, null], kind);
       assert.equal((await lease(store, c.lease.lease_id)).state, 'timed_out');
       assert.equal(await logCount(store, wf, 'a'), 0);
@@ -203,6 +205,7 @@ export function leaseCases(withStore: Case): void {
       const j = await job(store, 'w', 'a');
       assert.deepEqual(out.job, j);
       assert.equal(out.started_at_ms, c.job.started_at_ms, 'the failed attempt’s start, which the re-queued job no longer has');
+      assert.deepEqual(out.ran, c.job, 'the job as the failed attempt ran: its ready time, claim and worker');
       assert.deepEqual(
         [j.status, j.attempt, j.enqueued_at_ms, j.delayed_until_ms, j.ready_at_ms, j.error],
         ['queued', attempt, now, plan.delayed_until_ms, plan.ready_at_ms, `boom ${attempt}`],

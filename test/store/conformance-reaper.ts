@@ -7,7 +7,7 @@ import type { Case } from './conformance.js';
 import { change, claim, claimOne, complete, job, lease, read, runStatus, sortedChanges, start, wfRecord } from './fixtures.js';
 
 /** A reaper sweep that found nothing to settle. */
-const NOTHING = { changes: [], ended: [] };
+const NOTHING = { changes: [], ended: [], ran: [] };
 
 export function reaperAndLogCases(withStore: Case): void {
   withStore('expireLeases settles each lease past its expiry once, at most `limit` per call', async (store) => {
@@ -25,11 +25,12 @@ export function reaperAndLogCases(withStore: Case): void {
       assert.deepEqual([j.status, j.attempt, j.error, j.ready_at_ms], ['queued', 1, LEASE_EXPIRED_ERROR, 11_001]);
       assert.equal((await lease(store, c.lease.lease_id)).state, 'expired');
       assert.deepEqual([...one.ended, ...two.ended].find((e) => e.job_id === c.job.job_id), j, 'each ended attempt’s job, as it is now');
+      assert.deepEqual([...(one.ran ?? []), ...(two.ran ?? [])].find((e) => e.job_id === c.job.job_id), c.job, 'and as the attempt ran, in the same place');
     }
     assert.equal((await job(store, 'w', 'd')).status, 'running');
     assert.deepEqual((await read(store, (r) => r.activeLeases())).map((l) => l.lease_id), [later.lease.lease_id]);
     const last = await store.expireLeases(15_001, 10);
-    assert.deepEqual(last, { changes: [change('w', 'd')], ended: [await job(store, 'w', 'd')] });
+    assert.deepEqual(last, { changes: [change('w', 'd')], ended: [await job(store, 'w', 'd')], ran: [later.job] });
   });
 
   withStore('an expiry with no budget left fails the job, skips downstream and settles the run', async (store) => {
@@ -51,7 +52,7 @@ export function reaperAndLogCases(withStore: Case): void {
     const swept = await store.timeOutJobs(6001, 10);
     assert.deepEqual(await store.timeOutJobs(6001, 10), NOTHING);
     const j = await job(store, 'w', 't');
-    assert.deepEqual(swept, { changes: [change('w', 't')], ended: [j] });
+    assert.deepEqual(swept, { changes: [change('w', 't')], ended: [j], ran: [t!.job] }, 'the job after, and as the attempt ran');
     assert.deepEqual([j.status, j.attempt, j.error, j.deadline_ms, j.lease_id], ['queued', 1, timedOutError(5), null, null]);
     assert.equal((await lease(store, t!.lease.lease_id)).state, 'timed_out');
     // The timed-out lease is no longer active, so the expiry sweep leaves it alone.

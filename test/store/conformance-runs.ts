@@ -248,8 +248,8 @@ export function runCases(withStore: Case): void {
     assert.equal(logs.kind === 'stored' && logs.accepted, 1);
     const chunks = await read(store, (r) => r.getLogChunks({ workflow_id: 'w', run_number: 1, job_id: 'run', attempt: 0 }));
     assert.deepEqual(chunks.map((c) => c.data), ['last words']);
-    assert.deepEqual(await store.timeOutJobs(1_000_000, 10), { changes: [], ended: [] }, 'a cancelled job has no deadline left');
-    assert.deepEqual(await store.expireLeases(1_000_000, 10), { changes: [], ended: [] }, 'a cancelled lease is not active');
+    assert.deepEqual(await store.timeOutJobs(1_000_000, 10), { changes: [], ended: [], ran: [] }, 'a cancelled job has no deadline left');
+    assert.deepEqual(await store.expireLeases(1_000_000, 10), { changes: [], ended: [], ran: [] }, 'a cancelled lease is not active');
     assert.deepEqual(await runStatus(store, 'w'), { status: 'cancelled', finished_at_ms: 3000 });
   });
 

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../../runtime/env.js';
 import { createLogger, flushLogs } from '../../runtime/logger.js';
+import { startTelemetry, type Telemetry } from '../../runtime/telemetry.js';
+import { traceCommands } from '../../worker/command-span.js';
 import { createShellHandler, Worker } from '../../worker/index.js';
 import { loadWorkerConfig, type WorkerConfig } from '../../worker/config.js';
 import { hideTokenFromJobs } from '../../worker/credentials.js';
@@ -34,6 +36,8 @@ Environment:
   JOB_USER          run jobs as this user (the worker must run as root): they cannot read its token
   WORK_DIR          each attempt runs in a fresh directory under it, removed afterwards; artifacts
                     are downloaded and uploaded there (default: weft under the OS temp directory)
+  OTEL_EXPORTER_OTLP_ENDPOINT  export a span around each command over OTLP/HTTP, and give the
+                    command a TRACEPARENT naming it (README "Traces (OpenTelemetry)")
 `,
     )
     .action(async () => {
@@ -47,6 +51,21 @@ Environment:
       const log = createLogger(config.logLevel, 'weft-worker', config.logFormat);
       for (const warning of config.tokenWarnings) log.warn(warning);
       hideTokenFromJobs(config.token, config.tokenSource, log);
+      // README "Traces (OpenTelemetry)": null, with nothing loaded, unless an OTLP endpoint is set.
+      let telemetry: Telemetry | null;
+      try {
+        telemetry = await startTelemetry(process.env, 'weft-worker', log);
+      } catch (err) {
+        log.error({ err }, 'could not start the trace exporter');
+        await flushLogs();
+        process.exit(1);
+      }
+      const shell = createShellHandler({ killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) });
+      // Spans still buffered go out before the process ends, whichever way it stops.
+      const finish = async () => {
+        await telemetry?.shutdown();
+        await flushLogs();
+      };
       const worker = new Worker({
         serverUrl: config.serverUrl,
         token: config.token,
@@ -64,7 +83,7 @@ Environment:
         logger: log,
         workDir: config.workDir,
         ...(config.jobUser ? { workDirOwner: { uid: config.jobUser.uid, gid: config.jobUser.gid } } : {}),
-        handler: createShellHandler({ killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) }),
+        handler: telemetry ? traceCommands(shell, telemetry) : shell,
       });
 
       // A stray rejection must not take down a worker holding leases.
@@ -80,17 +99,17 @@ Environment:
               // A second signal arrived meanwhile: its abort path decides the exit code.
               if (signals > 1) return;
               log.info('worker stopped');
-              void flushLogs().then(() => process.exit(0));
+              void finish().then(() => process.exit(0));
             },
             (err: unknown) => {
               log.error({ err }, 'stop failed');
-              void flushLogs().then(() => process.exit(1));
+              void finish().then(() => process.exit(1));
             },
           );
         } else if (signals === 2) {
           log.warn({ running: worker.stats.running }, `${signal} received again: aborting running jobs`);
           const code = 128 + (SIGNAL_NUMBERS[signal] ?? 15);
-          const exit = () => void flushLogs().then(() => process.exit(code));
+          const exit = () => void finish().then(() => process.exit(code));
           worker.stop({ abort: true }).then(exit, exit);
         } else {
           // The jobs' process groups are SIGKILLed on the way out (see shell.ts).
@@ -125,7 +144,7 @@ Environment:
         await worker.start();
       } catch (err) {
         log.error({ err: err instanceof Error ? err.message : String(err) }, 'the server refused to register this worker');
-        await flushLogs();
+        await finish();
         process.exit(1);
       }
     });

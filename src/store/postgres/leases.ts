@@ -110,7 +110,7 @@ export async function fail(sql: Sql, leaseId: string, error: string, retryable: 
       if (v.kind === 'refused') return v.outcome;
       if (v.kind === 'cancelled') return { kind: 'cancelled', job: await currentJob(q, v.lease.job_row_id) };
       const r = await applyFailure(q, v.locked, 'failed', storableText(error), retryable, nowMs);
-      return { kind: 'failed', job: r.job, started_at_ms: v.locked.job.started_at_ms ?? nowMs, changes: r.changes };
+      return { kind: 'failed', job: r.job, started_at_ms: v.locked.job.started_at_ms ?? nowMs, ran: v.locked.job, changes: r.changes };
     },
     { after: touch(leaseId, nowMs, holder) },
   );

@@ -15,29 +15,35 @@ import { statement, transaction, type Sql } from './tx.js';
  * so no lease is settled twice, and no transaction holds a run row while waiting for another's jobs.
  */
 export async function expireLeases(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
-  const out: ReapOutcome = { changes: [], ended: [] };
+  const out: Required<ReapOutcome> = { changes: [], ended: [], ran: [] };
   for (const { lease_id } of await statement(sql, QUERIES.expiredLeases, [nowMs, limit])) {
     const settled = await transaction(sql, async (q) => {
       const locked = lockedLease((await q(QUERIES.lockExpiredLease, [lease_id, nowMs]))[0]);
-      return locked ? await expireLease(q, locked, nowMs) : { job: null, changes: [] };
+      return locked ? { ...(await expireLease(q, locked, nowMs)), ran: locked.job } : { job: null, ran: null, changes: [] };
     });
     out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
-    if (settled.job) out.ended.push(settled.job);
+    if (settled.job) {
+      out.ended.push(settled.job);
+      out.ran.push(settled.ran);
+    }
   }
   return out;
 }
 
 /** As expireLeases, for running jobs past their deadline (their lease is locked first, as everywhere). */
 export async function timeOutJobs(sql: Sql, nowMs: number, limit: number): Promise<ReapOutcome> {
-  const out: ReapOutcome = { changes: [], ended: [] };
+  const out: Required<ReapOutcome> = { changes: [], ended: [], ran: [] };
   for (const { lease_id } of await statement(sql, QUERIES.timedOutJobs, [nowMs, limit])) {
     if (lease_id === null) continue;
     const settled = await transaction(sql, async (q) => {
       const locked = lockedLease((await q(QUERIES.lockTimedOutLease, [lease_id, nowMs]))[0]);
-      return locked ? await timeOut(q, locked, nowMs) : { job: null, changes: [] };
+      return locked ? { ...(await timeOut(q, locked, nowMs)), ran: locked.job } : { job: null, ran: null, changes: [] };
     });
     out.changes.push(...(await settleRunsOf(sql, nowMs, settled)).changes);
-    if (settled.job) out.ended.push(settled.job);
+    if (settled.job) {
+      out.ended.push(settled.job);
+      out.ran.push(settled.ran);
+    }
   }
   return out;
 }

@@ -218,11 +218,11 @@ export async function checkLease(q: Exec, leaseId: string, nowMs: number, holder
   }
   if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
     const r = await expireLease(q, locked, nowMs);
-    return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, job: r.job, changes: r.changes } };
+    return { kind: 'refused', outcome: { kind: 'expired', lease: r.lease, job: r.job, ran: r.job ? job : null, changes: r.changes } };
   }
   if (job.deadline_ms !== null && nowMs > job.deadline_ms) {
     const r = await timeOut(q, locked, nowMs);
-    return { kind: 'refused', outcome: { kind: 'timed_out', lease: r.lease, job: r.job, changes: r.changes } };
+    return { kind: 'refused', outcome: { kind: 'timed_out', lease: r.lease, job: r.job, ran: job, changes: r.changes } };
   }
   return { kind: 'live', locked };
 }

@@ -88,7 +88,7 @@ export function fail(c: Conn, leaseId: string, error: string, retryable: boolean
   settleLease(c, leaseId, 'failed');
   const changes: JobChange[] = [];
   const job = applyFailure(c, check.job, storableText(error), retryable, nowMs, changes);
-  return { kind: 'failed', job, started_at_ms: check.job.started_at_ms ?? nowMs, changes };
+  return { kind: 'failed', job, started_at_ms: check.job.started_at_ms ?? nowMs, ran: check.job, changes };
 }
 
 /**

@@ -10,17 +10,24 @@ import { expireLease, settleRunIfOver, timeOut, type RunCounters } from './settl
  */
 
 export function expireLeases(c: Conn, nowMs: number, limit: number): ReapOutcome {
-  const out: ReapOutcome = { changes: [], ended: [] };
+  const out: Required<ReapOutcome> = { changes: [], ended: [], ran: [] };
   for (const row of c.q('expiredLeases').all(nowMs, limit) as Row[]) {
-    const job = expireLease(c, toLease(row), nowMs, out.changes)?.job;
-    if (job) out.ended.push(job);
+    const settled = expireLease(c, toLease(row), nowMs, out.changes);
+    if (settled?.job && settled.ran) {
+      out.ended.push(settled.job);
+      out.ran.push(settled.ran);
+    }
   }
   return out;
 }
 
 export function timeOutJobs(c: Conn, nowMs: number, limit: number): ReapOutcome {
-  const out: ReapOutcome = { changes: [], ended: [] };
-  for (const row of c.q('timedOutJobs').all(nowMs, limit) as Row[]) out.ended.push(timeOut(c, toJob(row), nowMs, out.changes).job);
+  const out: Required<ReapOutcome> = { changes: [], ended: [], ran: [] };
+  for (const row of c.q('timedOutJobs').all(nowMs, limit) as Row[]) {
+    const job = toJob(row);
+    out.ended.push(timeOut(c, job, nowMs, out.changes).job);
+    out.ran.push(job);
+  }
   return out;
 }
 

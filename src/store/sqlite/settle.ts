@@ -231,17 +231,17 @@ export function checkLease(c: Conn, leaseId: string, nowMs: number, holder: stri
   if (isLeaseExpired(lease.expires_at_ms, nowMs)) {
     const changes: JobChange[] = [];
     const settled = expireLease(c, lease, nowMs, changes);
-    return { kind: 'expired', lease: settled?.lease ?? lease, job: settled?.job ?? null, changes };
+    return { kind: 'expired', lease: settled?.lease ?? lease, job: settled?.job ?? null, ran: settled?.ran ?? null, changes };
   }
   const job = jobByRowId(c, lease.job_row_id)!;
   if (!runsUnder(job, lease)) {
     // An active lease whose job moved on cannot be honoured; void it rather than let it act.
-    return { kind: 'expired', lease: settleLease(c, lease.lease_id, 'expired') ?? lease, job: null, changes: [] };
+    return { kind: 'expired', lease: settleLease(c, lease.lease_id, 'expired') ?? lease, job: null, ran: null, changes: [] };
   }
   if (job.deadline_ms !== null && nowMs > job.deadline_ms) {
     const changes: JobChange[] = [];
     const settled = timeOut(c, job, nowMs, changes);
-    return { kind: 'timed_out', lease: settled.lease ?? lease, job: settled.job, changes };
+    return { kind: 'timed_out', lease: settled.lease ?? lease, job: settled.job, ran: job, changes };
   }
   return { kind: 'live', lease, job };
 }
@@ -267,12 +267,12 @@ export function expireLease(
   lease: LeaseRecord,
   nowMs: number,
   changes: JobChange[],
-): { lease: LeaseRecord; job: JobRecord | null } | null {
+): { lease: LeaseRecord; job: JobRecord | null; ran: JobRecord | null } | null {
   const settled = settleLease(c, lease.lease_id, 'expired');
   if (!settled) return null;
   const job = jobByRowId(c, lease.job_row_id);
-  if (!job || !runsUnder(job, lease)) return { lease: settled, job: null };
-  return { lease: settled, job: applyFailure(c, job, LEASE_EXPIRED_ERROR, true, nowMs, changes) };
+  if (!job || !runsUnder(job, lease)) return { lease: settled, job: null, ran: null };
+  return { lease: settled, job: applyFailure(c, job, LEASE_EXPIRED_ERROR, true, nowMs, changes), ran: job };
 }
 
 /**
