@@ -8,6 +8,7 @@ import { WorkflowView } from './views/workflow';
 import { WorkersView } from './views/workers';
 import { HistoryView } from './views/history';
 import { SecretsView } from './views/secrets';
+import { NotificationsView } from './views/notifications';
 import './styles.css';
 
 function TokenForm({ req }: { req: TokenRequest }) {
@@ -104,6 +105,9 @@ function App() {
           <a href="#/secrets" aria-current={route.view === 'secrets' ? 'page' : undefined}>
             Secrets
           </a>
+          <a href="#/notifications" aria-current={route.view === 'notifications' ? 'page' : undefined}>
+            Notifications
+          </a>
         </nav>
         <span class="server" title="Choose another with ?server=URL">
           {SERVER}
@@ -120,6 +124,7 @@ function App() {
         {route.view === 'runs' && <HistoryView id={route.id} page={route.page} />}
         {route.view === 'workers' && <WorkersView />}
         {route.view === 'secrets' && <SecretsView />}
+        {route.view === 'notifications' && <NotificationsView query={route.query} />}
         {route.view === 'unknown' && (
           <p class="error">
             No page at <code>{route.path}</code>. <a href="#/">All workflows</a>

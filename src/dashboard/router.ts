@@ -7,6 +7,7 @@ export type Route =
   | { view: 'runs'; id: string; page: number }
   | { view: 'workers' }
   | { view: 'secrets' }
+  | { view: 'notifications'; query: URLSearchParams }
   | { view: 'unknown'; path: string };
 
 export function parseRoute(hash: string): Route {
@@ -23,6 +24,7 @@ export function parseRoute(hash: string): Route {
   if (parts.length === 0) return { view: 'workflows', query };
   if (parts[0] === 'workers' && parts.length === 1) return { view: 'workers' };
   if (parts[0] === 'secrets' && parts.length === 1) return { view: 'secrets' };
+  if (parts[0] === 'notifications' && parts.length === 1) return { view: 'notifications', query };
   if (parts[0] === 'workflows' && parts[1] !== undefined && parts[2] === 'runs' && parts.length === 3) {
     return { view: 'runs', id: parts[1], page: Math.max(0, Number(query.get('page') ?? 0) || 0) };
   }
@@ -64,6 +66,16 @@ export function workflowHref(id: string, run?: number | null, job?: string | nul
 /** A workflow's run history (README "Dashboard"), page `page` (0: the newest runs). */
 export function historyHref(id: string, page = 0): string {
   return `#/workflows/${e(id)}/runs${page > 0 ? `?page=${page}` : ''}`;
+}
+
+/** The Notifications page (README "Notifications"), filtered by workflow and state, page `page`. */
+export function notificationsHref(f: { workflow?: string; status?: string; page?: number } = {}): string {
+  const q = new URLSearchParams();
+  if (f.workflow) q.set('workflow', f.workflow);
+  if (f.status) q.set('status', f.status);
+  if (f.page) q.set('page', String(f.page));
+  const s = q.toString();
+  return `#/notifications${s ? `?${s}` : ''}`;
 }
 
 export function useRoute(): Route {

@@ -55,6 +55,7 @@ export function definitionDocument(def: WorkflowDefinition): DefinitionDocument 
     );
   }
   if (Object.keys(def.env).length > 0) doc.env = { ...def.env };
+  if (def.notify && def.notify.length > 0) doc.notify = def.notify.map((t) => ({ ...t, on: [...t.on] }));
   // Key order as a file would have it: jobs last. fromEntries: a job may be named `__proto__`.
   return { ...doc, id: def.id, jobs: Object.fromEntries(def.jobs.map((job) => [job.id, jobDocument(job)])) };
 }

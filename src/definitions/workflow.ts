@@ -12,14 +12,15 @@ import { checkInstanceLabels, checkJobExpressions, checkOutputExpressions, type 
 import { readOutputs } from './calls.js';
 import { ARRAY_JOB_KEYS, CONTRACT_JOB_KEYS, readJob } from './job.js';
 import { readOn, type ReadOn } from './schedule.js';
+import { readNotify } from './notify.js';
 import { type Plain, checkKeys, describe, isAbsent, isPlainObject, readEnv, readPriority, readString } from './values.js';
 
 // The documented id alphabet (README "Workflow definitions"), minus ids made only of dots: `.` and `..` are rewritten by URL
 // normalisation, so such a workflow or job could never be addressed in a path.
 export const ID_PATTERN = /^(?!\.+$)[A-Za-z0-9_.-]{1,128}$/;
 
-const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'priority', 'outputs', 'jobs'] as const;
-const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'priority', 'jobs'] as const;
+const CONTRACT_KEYS = ['id', 'name', 'on', 'env', 'inputs', 'concurrency', 'priority', 'outputs', 'jobs', 'notify'] as const;
+const ARRAY_KEYS = ['id', 'name', 'trigger', 'env', 'inputs', 'concurrency', 'priority', 'jobs', 'notify'] as const;
 
 export interface IdSource {
   /** Imposed id (the file name); a differing `id` in the document is an error. */
@@ -50,6 +51,7 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   const inputs = readInputs(doc.inputs, { issues, job: null, field: 'inputs' });
   const concurrency = readConcurrency(doc.concurrency, { issues, job: null, field: 'concurrency' });
   const priority = isAbsent(doc.priority) ? undefined : readPriority(doc.priority, { issues, job: null, field: 'priority' });
+  const notify = readNotify(doc.notify, { issues, job: null, field: 'notify' });
   const scope = { inputs: new Set(Object.keys(inputs ?? {})) };
   checkGroupInputs(concurrency?.group, scope.inputs, { issues, job: null, field: 'concurrency' });
   const { jobs, graph } = arrayForm ? readJobList(doc.jobs as unknown[], issues) : readJobMap(doc.jobs, issues, scope);
@@ -81,6 +83,8 @@ export function validateWorkflow(value: unknown, source: string, ids: IdSource):
   // Left out when absent, so that a definition without it keeps its shape and hash.
   if (priority !== undefined) def.priority = priority;
   if (outputs !== undefined && Object.keys(outputs).length > 0) def.outputs = outputs;
+  // Left out when absent too (README "Notifications").
+  if (notify !== undefined) def.notify = notify;
   return def;
 }
 

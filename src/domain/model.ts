@@ -1,3 +1,5 @@
+import type { NotifyTarget } from './notify.js';
+
 /** A job's `if:` (README "Workflow definitions"); the rules are in conditions.ts. */
 export const JOB_CONDITIONS = ['success', 'failure', 'always', 'cancelled'] as const;
 export type JobCondition = (typeof JOB_CONDITIONS)[number];
@@ -164,6 +166,8 @@ export interface WorkflowDefinition {
   concurrency?: Concurrency;
   /** `priority:` of every job that sets none (README "Priorities"); absent: 0. */
   priority?: number;
+  /** `notify:` (README "Notifications"): the webhooks told when a run ends; absent: none. */
+  notify?: NotifyTarget[];
   /**
    * `on: { webhook, event, workflow_run }` (README "Triggers and notifications"): what starts runs
    * from outside. Absent when the workflow has none of them, so such a definition hashes as before.

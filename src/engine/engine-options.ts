@@ -2,6 +2,7 @@ import type { SecretKey } from './secret-box.js';
 import type { Logger } from 'pino';
 import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
+import type { NotifySettings } from './notifications.js';
 import type { SpanSink } from '../domain/trace-context.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
@@ -93,6 +94,8 @@ export interface EngineOptions {
   blobs?: BlobStore;
   /** WEFT_SECRET_KEY (README "Secrets"): without it, secrets can be neither set nor used. */
   secretKey?: SecretKey | null;
+  /** NOTIFY_* and PUBLIC_URL (README "Notifications"); the timings are settable so tests need not wait for real ones. */
+  notify?: Partial<NotifySettings>;
   /**
    * Where the spans of runs and attempts go (README "Traces (OpenTelemetry)"): the runtime passes its
    * OTLP exporter when OTEL_EXPORTER_OTLP_ENDPOINT is set. Absent: no tracing, and no work for it.

@@ -36,6 +36,7 @@ import { Approvals } from './approvals.js';
 import { JobGroups } from './job-groups.js';
 import { Triggers, type StartFrom } from './triggers.js';
 import { followRuns } from './follow.js';
+import { Notifications } from './notifications.js';
 import { RunEnds } from './run-ends.js';
 import { Calls } from './calls.js';
 import { callChainError, checkCallInputs } from './call-checks.js';
@@ -77,6 +78,8 @@ export class Engine extends EngineReads {
   readonly jobGroups: JobGroups;
   /** Runs started from outside: webhooks, named events (README "Triggers and notifications"). */
   readonly triggers: Triggers;
+  /** Webhook notifications of run ends, from the store's outbox (README "Notifications"). */
+  readonly notifications: Notifications;
   /** What acts on ended runs, from the run-end outbox (docs/architecture.md "Run ends"). */
   readonly runEnds: RunEnds;
   /** Workflows calling workflows (README "Workflows calling workflows"): child runs started, ended, cancelled. */
@@ -114,6 +117,11 @@ export class Engine extends EngineReads {
     this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: startFrom });
     // README "Runs that follow runs": what a followed run's end starts, once per end, from any server.
     this.runEnds.handle('follow', followRuns({ store: opts.store, log: opts.logger, start: startFrom }));
+    this.notifications = new Notifications(opts.store, this.secrets, this.now, opts.logger, opts.notify, this.outage);
+    // A run's end becomes its notifications, once however often it is handed over (README "Notifications").
+    this.runEnds.handle('notify', async (ends) => {
+      await this.notifications.record(ends);
+    });
     this.approvals = new Approvals({ store: opts.store, now: this.now, log: opts.logger, queued: this.queued, announce: (changes) => this.announce(changes) });
     this.leases = new LeaseCalls({
       secrets: this.secrets,

@@ -201,6 +201,15 @@ export class Secrets {
     this.masks.set(leaseId, forms);
   }
 
+  /**
+   * The values of `names` for workflow `workflowId`, for the server's own use of them (a notification's
+   * signing key or URL: README "Notifications"). Throws WeftError or SecretKeyError naming a secret
+   * that is not set or does not open, never a value.
+   */
+  valuesFor(workflowId: string, names: readonly string[]): Promise<Map<string, string>> {
+    return this.openFor(workflowId, names);
+  }
+
   /** The values of `names` for workflow `workflowId`: its own secret of a name wins over a global one. */
   private async openFor(workflowId: string, names: readonly string[]): Promise<Map<string, string>> {
     const rows = await this.store.read((r) => r.getSecrets(workflowId, names));

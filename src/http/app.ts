@@ -15,6 +15,7 @@ import { logRoutes } from './routes/logs.js';
 import { artifactRoutes } from './routes/artifacts.js';
 import { secretRoutes } from './routes/secrets.js';
 import { triggerRoutes } from './routes/triggers.js';
+import { notificationRoutes } from './routes/notifications.js';
 import { runRoutes } from './routes/runs.js';
 import { eventRoutes } from './routes/events.js';
 import { dashboardRoutes } from './routes/dashboard.js';
@@ -206,6 +207,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   artifactRoutes(app, opts.engine);
   secretRoutes(app, opts.engine);
   await triggerRoutes(app, opts.engine);
+  notificationRoutes(app, opts.engine);
   const slots = new StreamSlots(opts.maxStreams ?? DEFAULT_MAX_STREAMS);
   logRoutes(app, opts.engine, { pollMs: opts.logPollMs, slots, streams: metrics.streams('logs') });
   const live = new LiveEvents(opts.engine, opts.logger, { pollMs: opts.logPollMs, replayBytes: opts.eventsReplayBytes, maxBacklogBytes: opts.streamBacklogBytes });

@@ -17,6 +17,7 @@ export const TAGS = [
   { name: 'artifacts', description: "Files a job's successful attempt uploaded, for later jobs and for people" },
   { name: 'secrets', description: 'Secrets jobs get in their env: set and listed by admins, never answered' },
   { name: 'triggers', description: 'Runs started from outside: webhooks, named events, the event a run was started with' },
+  { name: 'notifications', description: 'Webhooks told of run ends: what was sent where, and how it went' },
   { name: 'service', description: 'Health, readiness and this document' },
 ] as const;
 

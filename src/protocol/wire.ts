@@ -16,3 +16,4 @@ export * from './service-wire.js';
 export * from './artifacts-wire.js';
 export * from './secrets-wire.js';
 export * from './triggers-wire.js';
+export * from './notifications-wire.js';

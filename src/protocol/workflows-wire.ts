@@ -11,6 +11,7 @@ import { JOB_STATES, type WireBackoff } from '../domain/model.js';
 import { APPROVAL_DECISIONS, type ApprovalDecision } from '../domain/approval.js';
 import { COMPAT_JOB_STATUSES, type StatusFilter, STATUS_FILTER_VALUES } from './states.js';
 import { Id, InputsInput, nullable, Priority, RunTriggerSchema, StateCounts, StringMap, stringEnum, WorkflowStateSchema } from './schema-parts.js';
+import { NotifyTargetInput } from './notifications-wire.js';
 
 const int = Type.Integer();
 const intOrNull = nullable(Type.Integer());
@@ -327,6 +328,7 @@ export const WorkflowDefinitionBody = Type.Union(
         env: Type.Optional(StringMap),
         priority: Type.Optional(Priority),
         jobs: Type.Unsafe({ type: 'object', minProperties: 1, additionalProperties: contractJob }),
+        notify: Type.Optional(Type.Array(NotifyTargetInput, { maxItems: 10, description: 'webhooks told when a run ends (README "Notifications")' })),
       },
       { title: 'contract form', additionalProperties: false },
     ),
@@ -338,6 +340,7 @@ export const WorkflowDefinitionBody = Type.Union(
         env: Type.Optional(StringMap),
         priority: Type.Optional(Priority),
         jobs: Type.Array(arrayJob, { minItems: 1 }),
+        notify: Type.Optional(Type.Array(NotifyTargetInput, { maxItems: 10 })),
       },
       { title: 'array form', additionalProperties: false },
     ),
@@ -356,4 +359,5 @@ export const DefinitionDocument = Type.Object({
   on: Type.Optional(Type.Unsafe({ description: 'the trigger, as the workflow file gave it' })),
   env: Type.Optional(StringMap),
   jobs: Type.Unsafe<Record<string, object>>({ type: 'object', additionalProperties: { type: 'object' }, description: 'job id → job, in the contract form' }),
+  notify: Type.Optional(Type.Array(NotifyTargetInput, { description: 'webhooks told when a run ends (README "Notifications")' })),
 });

@@ -9,6 +9,7 @@ import { loadTokens, tokenWarnings } from './tokens.js';
 import { logFormatFrom, type LogFormat } from './logger.js';
 import { readFileSync } from 'node:fs';
 import { parseSecretKey, SecretKeyError, type SecretKey } from '../engine/secret-box.js';
+import { loadNotifyConfig, loadPublicUrl, type NotifyConfig } from './notify-config.js';
 
 export { ConfigError } from './env.js';
 
@@ -52,6 +53,10 @@ export interface ServerConfig {
   artifactsDir: string | null;
   /** WEFT_SECRET_KEY or WEFT_SECRET_KEY_FILE (README "Secrets"); null: secrets can be neither set nor used. */
   secretKey: SecretKey | null;
+  /** NOTIFY_* (README "Notifications"). */
+  notify: NotifyConfig;
+  /** PUBLIC_URL: where people open the dashboard; null: the address the server listens on. */
+  publicUrl: string | null;
 }
 
 const MIB = 1024 * 1024;
@@ -100,6 +105,8 @@ export function loadServerConfig(env: Env = process.env): ServerConfig {
     maxArtifactBytes: envNumber(env, 'MAX_ARTIFACT_BYTES', 1024 * MIB, { min: 0, integer: true }),
     artifactsDir: env.ARTIFACTS_DIR?.trim() || null,
     secretKey: secretKey(env),
+    notify: loadNotifyConfig(env),
+    publicUrl: loadPublicUrl(env),
   };
 }
 

@@ -9,6 +9,7 @@ import type { ServerConfig } from './config.js';
 import { displayHost, isLoopback, listenWithFallForward } from './listen.js';
 import { FileBlobs } from './file-blobs.js';
 import { Reaper } from './reaper.js';
+import { notifySettings } from './notify-config.js';
 import { startTelemetry } from './telemetry.js';
 
 export interface RunningServer {
@@ -58,6 +59,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     maxLogBytesPerAttempt: config.maxLogBytesPerAttempt,
     maxArtifactBytes: config.maxArtifactBytes,
     secretKey: config.secretKey,
+    notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
   });
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
@@ -100,6 +102,9 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       );
     }
     for (const warning of config.tokenWarnings) log.warn(warning);
+    // Dashboard links in notifications point here unless PUBLIC_URL says otherwise (README "Notifications").
+    engine.notifications.setPublicUrl(url);
+    engine.notifications.start();
     if (!config.apiOnly) {
       reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
       reaper.start();
@@ -119,6 +124,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       async close() {
         await reaper?.stop();
         await server.close();
+        await engine.notifications.close();
         // What this server's last operations ended is read while the store is still open, then sent.
         await engine.tracing?.close();
         await engine.disconnectPeers();
@@ -129,6 +135,7 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
   } catch (err) {
     await reaper?.stop();
     await app?.close();
+    await engine.notifications.close();
     await engine.tracing?.close();
     await engine.disconnectPeers();
     await telemetry?.shutdown();
@@ -146,14 +153,25 @@ export async function startScheduler(
   const blobs = await blobStore(config, store);
   // Its reaper ends attempts (expiries, timeouts), whose spans it exports (README "Traces (OpenTelemetry)").
   const telemetry = await startTelemetry(process.env, 'weft', log);
-  const engine = new Engine({ store, blobs, traceSink: telemetry, logger: log, workerRetainMs: config.workerRetainMs, scheduleGraceMs: scheduleGraceMs(config) });
+  const engine = new Engine({
+    store,
+    blobs,
+    traceSink: telemetry,
+    logger: log,
+    workerRetainMs: config.workerRetainMs,
+    scheduleGraceMs: scheduleGraceMs(config),
+    secretKey: config.secretKey,
+    notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
+  });
   const reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
   reaper.start();
+  engine.notifications.start();
   log.info({ store: store.kind, reap_interval_ms: config.reapIntervalMs, ...retentionFields(config) }, 'weft scheduler started');
   return {
     engine,
     async close() {
       await reaper.stop();
+      await engine.notifications.close();
       await engine.tracing?.close();
       // What the last pass changed still reaches the servers.
       await engine.disconnectPeers();

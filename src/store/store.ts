@@ -41,12 +41,14 @@ import type {
 
 import type { ArtifactReads, ArtifactWrites } from './artifact-types.js';
 import type { SecretReads, SecretWrites } from './secret-types.js';
+import type { NotificationReads, NotificationWrites } from './notification-types.js';
 import type { RunEndReads, RunEndWrites } from './run-end-types.js';
 import type { CallChainRefusal, CallReads, CallWrites } from './call-types.js';
 
 export type * from './records.js';
 export type * from './artifact-types.js';
 export type * from './secret-types.js';
+export type * from './notification-types.js';
 export type * from './run-end-types.js';
 export type * from './call-types.js';
 export type * from './operations.js';
@@ -61,7 +63,7 @@ export type * from './operations.js';
  * Reads, against one consistent snapshot. Nothing here changes anything; every change goes through
  * one of the operations of `Store`.
  */
-export interface StoreReads extends ArtifactReads, SecretReads, CallReads {
+export interface StoreReads extends ArtifactReads, SecretReads, CallReads, NotificationReads {
   getWorkflow(id: string): Promise<WorkflowRecord | null>;
   listWorkflows(q: ListWorkflowsQuery): Promise<WorkflowRecord[]>;
   getRun(workflowId: string, runNumber: number): Promise<RunRecord | null>;
@@ -131,7 +133,7 @@ export interface StoreReads extends ArtifactReads, SecretReads, CallReads {
  *
  * Both SQLite and PostgreSQL implement it; one conformance suite (test/store) runs against both.
  */
-export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites, CallWrites {
+export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites, CallWrites, NotificationWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
 

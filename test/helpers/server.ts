@@ -14,6 +14,7 @@ import { buildApp, type AppOptions } from '../../src/http/app.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { Reaper } from '../../src/runtime/reaper.js';
 import { loadWorkflowFiles } from '../../src/runtime/server.js';
+import type { NotifySettings } from '../../src/engine/notifications.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const WEFT_BIN = path.join(ROOT, 'bin', 'weft');
@@ -55,12 +56,14 @@ export async function startInProcess(
     maxArtifactBytes?: number;
     /** WEFT_SECRET_KEY, parsed (README "Secrets"). */
     secretKey?: SecretKey;
+    /** Notification settings (README "Notifications"); given, the deliverer runs. */
+    notify?: Partial<NotifySettings>;
   } = {},
 ): Promise<InProcessServer> {
   const dir = tempDir();
   const store = new SqliteStore(path.join(dir, 'weft.db'), { synchronous: 'NORMAL' });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt, maxArtifactBytes: opts.maxArtifactBytes, secretKey: opts.secretKey });
+  const engine = new Engine({ store, logger, claimSweepMs: opts.claimSweepMs, now: opts.now, maxLogBytesPerAttempt: opts.maxLogBytesPerAttempt, maxArtifactBytes: opts.maxArtifactBytes, secretKey: opts.secretKey, notify: opts.notify });
   if (opts.workflowsDir) await loadWorkflowFiles(engine, opts.workflowsDir, logger);
   const app = await buildApp({
     engine,
@@ -80,6 +83,7 @@ export async function startInProcess(
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   const reaper = opts.reapIntervalMs ? new Reaper(engine.housekeeping, opts.reapIntervalMs, logger) : null;
   reaper?.start();
+  if (opts.notify) engine.notifications.start();
   return {
     url: `http://127.0.0.1:${port}`,
     engine,
@@ -89,6 +93,7 @@ export async function startInProcess(
     async close() {
       await reaper?.stop();
       await app.close();
+      await engine.notifications.close();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import { request, type HttpResult } from '../helpers/http.js';
+import { request, until, type HttpResult } from '../helpers/http.js';
 import { ROOT, startInProcess, type InProcessServer } from '../helpers/server.js';
 import { parseSecretKey } from '../../src/engine/secret-box.js';
 
@@ -83,10 +83,10 @@ const called = new Set<string>();
  * Calls a documented operation on the live server and checks the answer against what the document
  * says for that status: a JSON body must match its schema, an event stream must be one.
  */
-async function call(key: string, params: Record<string, string> = {}, body?: unknown, headers?: Record<string, string>): Promise<HttpResult> {
+async function call(key: string, params: Record<string, string> = {}, body?: unknown, headers?: Record<string, string>, query = ''): Promise<HttpResult> {
   const [method, template] = key.split(' ') as [string, string];
   const url = template.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? assert.fail(`no value for {${name}}`)));
-  const r = await request(method, server.url + url, body, headers);
+  const r = await request(method, server.url + url + query, body, headers);
   called.add(key);
   const responses = operation(key).responses;
   const documented = responses[String(r.status)] ?? responses[`${String(r.status)[0]}XX`];
@@ -282,6 +282,14 @@ test('every example is taken by a live server, and every route answers what the 
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id: 'hooked', run: '1' })).headers.get('x-weft-event-name'), 'push');
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id: 'hooked', run: '999' })).body.error, 'run_not_found');
   assert.equal((await call('GET /api/workflows/{id}/runs/{run}/event', { id, run: firstRun })).body.error, 'event_not_found');
+  // README "Notifications": a cancelled run of a workflow that asks to hear of one is listed once its end is handled.
+  assert.equal((await call('POST /api/workflows', {}, { id: 'told', jobs: { a: { run: 'true' } }, notify: [{ on: ['cancelled'], webhook: 'http://127.0.0.1:9/hook?token=x' }] })).status, 201);
+  assert.equal((await call('POST /api/workflows/{id}/run', { id: 'told' })).status, 202);
+  assert.equal((await call('POST /api/workflows/{id}/cancel', { id: 'told' })).status, 202);
+  await until(async () => (await request('GET', `${server.url}/api/notifications?workflow_id=told`)).body.length === 1, 'the notification of the cancelled run');
+  const told = await call('GET /api/notifications', {}, undefined, {}, '?workflow_id=told&run=1');
+  assert.deepEqual(told.body.map((n: { url: string }) => n.url), ['http://127.0.0.1:9/hook?token=***']);
+  assert.equal((await call('GET /api/notifications', {}, undefined, {}, '?run=1')).body.error, 'invalid_request');
   assert.equal((await call('GET /healthz')).status, 200);
   assert.equal((await call('GET /readyz')).status, 200);
   assert.match((await call('GET /metrics')).text, /^# HELP weft_/m);

@@ -14,6 +14,7 @@ import { concurrencyCases } from './conformance-concurrency.js';
 import { retentionCases } from './conformance-retention.js';
 import { artifactCases } from './conformance-artifacts.js';
 import { secretCases } from './conformance-secrets.js';
+import { notificationCases, notificationClaimRace } from './conformance-notifications.js';
 import { groupStartRace, runGroupCases } from './conformance-run-groups.js';
 import { jobGroupCases, jobGroupRaces } from './conformance-job-groups.js';
 import { scheduleCases } from './conformance-schedules.js';
@@ -68,6 +69,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('artifacts', () => artifactCases(withStore));
     describe('secrets', () => secretCases(withStore));
+    describe('notifications', () => notificationCases(withStore));
     describe('concurrency groups', () => runGroupCases(withStore));
     describe('concurrency groups of jobs', () => jobGroupCases(withStore));
     describe('schedules', () => scheduleCases(withStore, opts));
@@ -94,6 +96,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     if (opts.concurrency !== false) {
       describe('concurrency of queued runs', () => withStore('two runs settling at once start each queued run exactly once', (store, h) => queuedStartRace(store, h), { timeout: 60_000 }));
       describe('concurrency of group starts', () => withStore('six starts of one group on three connections at once: one runs, one waits', (store, h) => groupStartRace(store, h), { timeout: 60_000 }));
+      describe('concurrency of notification claims', () => withStore('four connections claiming the same due notifications: each claimed once', (store, h) => notificationClaimRace(store, h), { timeout: 60_000 }));
       describe('concurrency of job groups', () => withStore('claims and settlings of one group on three connections at once: one job runs, each replaced job is cancelled once', (store, h) => jobGroupRaces(store, h), { timeout: 60_000 }));
       describe('concurrency of deliveries', () => withStore('twelve starts of one delivery key on three connections at once: one run, every other answers it', (store, h) => deliveryRace(store, h), { timeout: 60_000 }));
       describe('concurrency of calls', () => withStore('child starts, child ends and saves closing cycles on three connections at once: each happens once', (store, h) => callRaces(store, h), { timeout: 60_000 }));

@@ -453,7 +453,7 @@ jobs:
 `);
     expectIssue(issues, null, 'nmae', /unknown key 'nmae' \(did you mean 'name'\?\)/);
     expectIssue(issues, null, 'trigger', /did you mean 'on'\?/);
-    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, concurrency, priority, outputs, jobs\)/);
+    expectIssue(issues, null, 'colour', /unknown key 'colour' \(allowed: id, name, on, env, inputs, concurrency, priority, outputs, jobs, notify\)/);
     expectIssue(issues, 'a', 'need', /unknown key 'need' \(did you mean 'needs'\?\)/);
     expectIssue(issues, 'a', 'lables', /did you mean 'labels'\?/);
     expectIssue(issues, 'a', 'depends_on', /did you mean 'needs'\?/);

@@ -21,6 +21,7 @@ import { Artifacts } from './artifacts';
 import { Definition } from './definition';
 import { RunEvent } from './run-event';
 import { RunInputsForm, startRun, type DeclaredInput } from './run-inputs';
+import { RunNotifications } from './notifications';
 
 type WorkflowRoute = Extract<Route, { view: 'workflow' }>;
 
@@ -451,6 +452,7 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
           <Artifacts wf={id} run={doc.run_number} version={doc.jobs.map((j) => j.state).join(',')} />
         </section>
       )}
+      {doc.run_number !== null && !definition && <RunNotifications key={`${id}:${doc.run_number}`} wf={id} run={doc.run_number} />}
     </section>
   );
 }

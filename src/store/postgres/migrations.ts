@@ -473,6 +473,42 @@ CREATE INDEX workflow_triggers_workflow ON workflow_triggers(workflow_id);
 `,
   },
   {
+    version: 22,
+    name: 'notifications: the outbox of webhook deliveries of run ends',
+    // README "Notifications": one row per run and target (notifications_target, so a run end handled
+    // twice inserts nothing twice); id is the delivery id sent on every attempt. Deliverers claim rows
+    // off notifications_due, which holds only the rows not yet final: due_at_ms is the next attempt of
+    // a pending row and the end of the claim of a delivering one. notifications_settled lets the
+    // reaper age final rows out; notifications_target also serves the list of a workflow or a run, and
+    // notifications_status the list of one state, newest first.
+    sql: `
+CREATE TABLE notifications (
+  seq             BIGSERIAL PRIMARY KEY,
+  id              TEXT NOT NULL UNIQUE,
+  workflow_id     TEXT NOT NULL,
+  run_number      INTEGER NOT NULL,
+  run_status      TEXT NOT NULL,
+  target          TEXT NOT NULL,
+  url             TEXT NOT NULL,
+  secret_name     TEXT,
+  format          TEXT,
+  payload         TEXT NOT NULL,
+  status          TEXT NOT NULL,
+  attempts        INTEGER NOT NULL DEFAULT 0,
+  due_at_ms       BIGINT,
+  claim_id        TEXT,
+  last_error      TEXT,
+  delivered_at_ms BIGINT,
+  created_at_ms   BIGINT NOT NULL,
+  updated_at_ms   BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX notifications_target ON notifications(workflow_id, run_number, target);
+CREATE INDEX notifications_due ON notifications(due_at_ms) WHERE status IN ('pending', 'delivering');
+CREATE INDEX notifications_settled ON notifications(updated_at_ms) WHERE status IN ('delivered', 'failed');
+CREATE INDEX notifications_status ON notifications(status, seq);
+`,
+  },
+  {
     version: 23,
     name: 'workflows calling workflows: the call of a job, the parent of a run, the calls between workflows',
     // README "Workflows calling workflows": jobs.call_spec holds a job's uses/with (JSON; NULL: an

@@ -35,10 +35,15 @@ import type {
   SettleCallRequest,
   StartChildRunOutcome,
   StartChildRunRequest,
+  NewNotification,
+  NotificationClaim,
+  NotificationRecord,
+  NotificationResult,
 } from '../store.js';
 import { abortArtifactUpload, beginArtifactUpload, finishArtifactUpload, putArtifactChunk } from './artifacts.js';
 import { claim, releaseLeases } from './claim.js';
 import { deleteSecret, putSecret, rewriteLogChunk } from './secrets.js';
+import { claimNotifications, createNotifications, pruneNotifications, settleNotification } from './notifications.js';
 import * as events from './events.js';
 import { complete, fail, heartbeat, pushLogs } from './leases.js';
 import type { PostgresOptions } from './options.js';
@@ -285,6 +290,22 @@ export class PostgresStore implements Store {
 
   rewriteLogChunk(key: LogChunkKey, expected: string, data: string): Promise<boolean> {
     return rewriteLogChunk(this.sql, key, expected, data);
+  }
+
+  createNotifications(rows: readonly NewNotification[]): Promise<number> {
+    return createNotifications(this.sql, rows);
+  }
+
+  claimNotifications(req: NotificationClaim): Promise<NotificationRecord[]> {
+    return claimNotifications(this.sql, req);
+  }
+
+  settleNotification(id: string, claimId: string, result: NotificationResult, nowMs: number): Promise<boolean> {
+    return settleNotification(this.sql, id, claimId, result, nowMs);
+  }
+
+  pruneNotifications(beforeMs: number, limit: number): Promise<number> {
+    return pruneNotifications(this.sql, beforeMs, limit);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -10,6 +10,7 @@ import { SECRET_QUERIES } from './secret-queries.js';
 import { APPROVAL_QUERIES } from './approval-queries.js';
 import { JOB_CONCURRENCY_QUERIES } from './job-concurrency-queries.js';
 import { TRIGGER_QUERIES } from './trigger-queries.js';
+import { NOTIFICATION_QUERIES } from './notification-queries.js';
 import { RUN_END_QUERIES } from './run-end-queries.js';
 import { CALL_QUERIES } from './call-queries.js';
 
@@ -43,6 +44,7 @@ export const QUERIES = {
   ...APPROVAL_QUERIES,
   ...JOB_CONCURRENCY_QUERIES,
   ...TRIGGER_QUERIES,
+  ...NOTIFICATION_QUERIES,
   ...RUN_END_QUERIES,
   ...CALL_QUERIES,
 } as const;

@@ -6,6 +6,7 @@ import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
 import { callReads } from './calls.js';
+import { notificationReads } from './notifications.js';
 import { QUERIES } from './queries.js';
 import type { Exec } from './tx.js';
 
@@ -17,6 +18,7 @@ export function makeReads(q: Exec): StoreReads {
     ...secretReads(q),
     ...triggerReads(q),
     ...callReads(q),
+    ...notificationReads(q),
     getWorkflow: async (id) => {
       const [row] = await q(QUERIES.getWorkflow, [id]);
       return row ? toWorkflow(row) : null;

@@ -138,6 +138,8 @@ export async function deleteWorkflow(sql: Sql, id: string, limits: DeleteLimits)
     const [gone] = await q(QUERIES.deleteWorkflow, [id]);
     // Its calls go with it (README "Workflows calling workflows"); calls to it stay, by id.
     if (gone) await Promise.all([q(QUERIES.deleteRunDefinitions, [id]), q(QUERIES.deleteCallEdges, [id])]);
+    // Its id may be created again, and its runs numbered from 1 again (README "Notifications").
+    if (gone) await q(QUERIES.deleteWorkflowNotifications, [id]);
     return gone ? 'deleted' : 'more';
   });
 }

@@ -5,6 +5,7 @@ import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
 import { callReads } from './calls.js';
+import { notificationReads } from './notifications.js';
 import type { Conn } from './connection.js';
 
 /** A JSON list of [workflow_id, run_number], which the many-runs queries join through json_each. */
@@ -20,6 +21,7 @@ export function makeReads(c: Conn): StoreReads {
     ...secretReads(c),
     ...triggerReads(c),
     ...callReads(c),
+    ...notificationReads(c),
     getWorkflow: async (id) => {
       const row = c.q('getWorkflow').get(id) as Row | undefined;
       return row ? toWorkflow(row) : null;

@@ -117,5 +117,7 @@ export function deleteWorkflow(c: Conn, id: string, limits: DeleteLimits): Delet
   c.q('deleteRunDefinitions').run(id);
   // Its calls go with it (README "Workflows calling workflows"); calls to it stay, by id.
   c.q('deleteCallEdges').run(id);
+  // Its id may be created again, and its runs numbered from 1 again (README "Notifications").
+  c.q('deleteWorkflowNotifications').run(id);
   return 'deleted';
 }

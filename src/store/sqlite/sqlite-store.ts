@@ -4,6 +4,10 @@ import type { Outputs } from '../../domain/model.js';
 import type {
   LogChunkKey,
   SecretRecord,
+  NewNotification,
+  NotificationClaim,
+  NotificationRecord,
+  NotificationResult,
   BeginUploadOutcome,
   FinishUploadOutcome,
   CancelRunOutcome,
@@ -243,6 +247,22 @@ export class SqliteStore implements Store {
 
   rewriteLogChunk(key: LogChunkKey, expected: string, data: string): Promise<boolean> {
     return this.write('rewriteLogChunk', key, expected, data);
+  }
+
+  createNotifications(rows: readonly NewNotification[]): Promise<number> {
+    return this.write('createNotifications', rows);
+  }
+
+  claimNotifications(req: NotificationClaim): Promise<NotificationRecord[]> {
+    return this.write('claimNotifications', req);
+  }
+
+  settleNotification(id: string, claimId: string, result: NotificationResult, nowMs: number): Promise<boolean> {
+    return this.write('settleNotification', id, claimId, result, nowMs);
+  }
+
+  pruneNotifications(beforeMs: number, limit: number): Promise<number> {
+    return this.write('pruneNotifications', beforeMs, limit);
   }
 
   registerWorker(workerId: string, labels: readonly string[], nowMs: number): Promise<WorkerRecord> {

@@ -21,6 +21,7 @@ import { expireLeases, settleStrandedRuns, timeOutJobs } from './reaper.js';
 import { deleteWorkflow, pruneRuns } from './retention.js';
 import { cancelRun, fireSchedule, startQueuedRuns, startRun } from './runs.js';
 import { deleteSecret, putSecret, rewriteLogChunk } from './secrets.js';
+import { claimNotifications, createNotifications, pruneNotifications, settleNotification } from './notifications.js';
 import { pruneWorkers, registerWorker } from './workers.js';
 import { createWorkflow, saveWorkflow } from './workflows.js';
 
@@ -57,6 +58,10 @@ export const WRITES = {
   putSecret,
   deleteSecret,
   rewriteLogChunk,
+  createNotifications,
+  claimNotifications,
+  settleNotification,
+  pruneNotifications,
 } satisfies Record<string, (c: Conn, ...args: never[]) => unknown>;
 
 export type WriteName = keyof typeof WRITES;
