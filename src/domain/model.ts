@@ -1,4 +1,3 @@
-import type { NotifyTarget } from './notify.js';
 
 /** A job's `if:` (README "Workflow definitions"); the rules are in conditions.ts. */
 export const JOB_CONDITIONS = ['success', 'failure', 'always', 'cancelled'] as const;
@@ -217,6 +216,27 @@ export interface WorkflowRunTrigger {
   workflows: string[];
   /** Sorted, unique; `completed` alone when every end counts. */
   types: RunEndType[];
+}
+
+// README "Notifications": a workflow's `notify:` entries (rules in notify.ts).
+/** The ends a target may ask for; `failure` is a run that ended `failed` (as GitHub says it). */
+export const NOTIFY_ON = ['failure', 'success', 'cancelled'] as const;
+export type NotifyOn = (typeof NOTIFY_ON)[number];
+
+/** The body's shape: weft's JSON document, or a Slack incoming-webhook message (`{"text": …}`). */
+export const NOTIFY_FORMATS = ['json', 'slack'] as const;
+export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
+
+/** One entry of a workflow's `notify:` list, normalised. */
+export interface NotifyTarget {
+  /** The run ends this target hears of, in NOTIFY_ON order, each once. */
+  on: NotifyOn[];
+  /** An http(s) URL, or exactly `${{ secrets.NAME }}` naming a secret that holds one. */
+  webhook: string;
+  /** A weft secret (README "Secrets") whose value signs the body (X-Weft-Signature-256). */
+  secret?: string;
+  /** The body's shape; absent: decided by the URL (Slack's host gets Slack's format). */
+  format?: NotifyFormat;
 }
 
 /** How many runs of a workflow may be active at once, and what a start does when that many are. */

@@ -5,28 +5,12 @@
  */
 import { SECRET_NAME_PATTERN } from './expressions.js';
 
-/** The ends a target may ask for; `failure` is a run that ended `failed` (as GitHub says it). */
-export const NOTIFY_ON = ['failure', 'success', 'cancelled'] as const;
-export type NotifyOn = (typeof NOTIFY_ON)[number];
+// The shapes of a `notify:` entry live with the definition's (model.ts), which names them.
+export { NOTIFY_FORMATS, NOTIFY_ON, type NotifyFormat, type NotifyOn, type NotifyTarget } from './model.js';
+import type { NotifyFormat, NotifyOn } from './model.js';
 
 /** Without `on:` (and without NOTIFY_ON), only failures are told, as GitHub's notifications default. */
 export const DEFAULT_NOTIFY_ON: readonly NotifyOn[] = ['failure'];
-
-/** The body's shape: weft's JSON document, or a Slack incoming-webhook message (`{"text": …}`). */
-export const NOTIFY_FORMATS = ['json', 'slack'] as const;
-export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
-
-/** One entry of a workflow's `notify:` list, normalised. */
-export interface NotifyTarget {
-  /** The run ends this target hears of, in NOTIFY_ON order, each once. */
-  on: NotifyOn[];
-  /** An http(s) URL, or exactly `${{ secrets.NAME }}` naming a secret that holds one. */
-  webhook: string;
-  /** A weft secret (README "Secrets") whose value signs the body (X-Weft-Signature-256). */
-  secret?: string;
-  /** The body's shape; absent: decided by the URL (Slack's host gets Slack's format). */
-  format?: NotifyFormat;
-}
 
 /** The run end a target hears of, from the run's final state; null for a state that is no end. */
 export function notifyOnOf(state: string): NotifyOn | null {
