@@ -24,11 +24,11 @@ import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { LeaseCalls } from './lease-calls.js';
 import type { RerunScope } from './run-plan.js';
-import { freshRun, rerunOf, type Begun, type RunStart, type StartedFrom } from './run-start.js';
+import type { Begun, StartedFrom } from './run-start.js';
 import { DEFAULT_WORKER_RETAIN_MS, DELETE_BATCH } from './retention.js';
 import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
-import { claimResult, statusDocument, workerViews } from './views.js';
+import { statusDocument, workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
@@ -40,15 +40,13 @@ import { Notifications } from './notifications.js';
 import { RunEnds } from './run-ends.js';
 import { Calls } from './calls.js';
 import { callChainError, checkCallInputs } from './call-checks.js';
-import type { StartRunOutcome } from '../store/store.js';
 import { Tracing } from './tracing.js';
+import { RunStarts } from './run-starts.js';
+import { ClaimAnswers } from './claim-answers.js';
 
 export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
 export type { AttemptEvent, ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
-
-/** A definition saved between reading it and starting the run is rare; a few tries settle it. */
-const START_RUN_TRIES = 5;
 
 /**
  * Orchestration: runs, claims, leases, retries, cancellation and the reaper. Each state change is one
@@ -86,6 +84,9 @@ export class Engine extends EngineReads {
   readonly calls: Calls;
   /** Spans of runs and attempts (README "Traces (OpenTelemetry)"); null unless a span sink was given. */
   readonly tracing: Tracing | null;
+  /** Starting runs: by hand, re-runs, from outside, a called workflow's (README "How a run works"). */
+  private readonly starts: RunStarts;
+  private readonly answers: ClaimAnswers;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -100,8 +101,8 @@ export class Engine extends EngineReads {
       now: this.now,
       log: opts.logger,
       checkSecrets: (id, jobs) => this.secrets.checkSet(id, jobs.map((j) => ({ id: j.job_id, env: j.env }))),
-      runStarted: (id, start, outcome) => this.runStarted(id, start, outcome),
-      runQueued: (id, start, outcome) => this.runQueued(id, start, outcome),
+      runStarted: (id, start, outcome) => this.starts.started(id, start, outcome),
+      runQueued: (id, start, outcome) => this.starts.queued(id, start, outcome),
       changed: async (changes) => {
         this.announce(changes);
         await this.queued.after(changes);
@@ -113,6 +114,23 @@ export class Engine extends EngineReads {
     // A called workflow's run that ended hands its end to its calling job (docs/architecture.md "Run ends").
     this.runEnds.handle('call', (ends) => this.calls.ended(ends));
     this.secrets = new Secrets(opts.store, this.now, opts.secretKey ?? null, opts.logger);
+    this.starts = new RunStarts({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      requireWorkflow: (r, id) => this.requireWorkflow(r, id),
+      checkSecrets: (id, jobs) => this.secrets.checkSet(id, jobs.map((j) => ({ id: j.job_id, env: j.env }))),
+      noteDefinition: (id, def) => this.calls.noteDefinition(id, def),
+      labelSetsAdded: (sets) => {
+        this.labelSets.add(sets);
+        this.peers.sendLabelSets();
+      },
+      workflowChanged: (id) => this.events.emit('workflow', id),
+      wake: () => this.waiters.wake(),
+      announce: (changes) => this.announce(changes),
+      queued: this.queued,
+      jobGroups: this.jobGroups,
+    });
     const startFrom: StartFrom = (id, from, check) => this.startFrom(id, from, check);
     this.triggers = new Triggers({ store: opts.store, secrets: this.secrets, log: opts.logger, start: startFrom });
     // README "Runs that follow runs": what a followed run's end starts, once per end, from any server.
@@ -142,6 +160,14 @@ export class Engine extends EngineReads {
       },
     });
     this.artifacts = new Artifacts(opts.store, this.now, (id, outcome, holder) => this.leases.refused(id, outcome, holder), opts.maxArtifactBytes, opts.blobs);
+    this.answers = new ClaimAnswers({
+      secrets: this.secrets,
+      tracing: () => this.tracing,
+      leases: this.leases,
+      artifacts: this.artifacts,
+      triggers: this.triggers,
+      release: (results) => this.release(results),
+    });
     this.housekeeping = new Housekeeping({
       store: opts.store,
       now: this.now,
@@ -249,7 +275,8 @@ export class Engine extends EngineReads {
    * checked against the definition's declared inputs (400 naming the unknown and missing ones).
    */
   async run(id: string, opts: { inputs?: Readonly<Record<string, string>>; priority?: number } = {}): Promise<StatusDocument> {
-    return this.startRun(id, async (_r, wf, now) => freshRun(wf, opts.inputs ?? {}, now, opts.priority));
+    await this.starts.fresh(id, opts);
+    return this.status(id);
   }
 
   /**
@@ -257,96 +284,13 @@ export class Engine extends EngineReads {
    * keeps start as `success` with that run's outputs, the others run again.
    */
   async rerun(id: string, runNumber: number, scope: RerunScope, opts: { priority?: number } = {}): Promise<StatusDocument> {
-    return this.startRun(id, (r, wf, now) => rerunOf(r, wf, runNumber, scope, now, opts.priority));
-  }
-
-  private async startRun(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<StatusDocument> {
-    await this.begin(id, plan);
+    await this.starts.rerun(id, runNumber, scope, opts);
     return this.status(id);
   }
 
-  /**
-   * Starts a run of `id` from outside (README "Triggers and notifications"): a webhook, an event or the
-   * end of a followed run, with the inputs' defaults. A delivery key seen before starts nothing and
-   * answers its run with `duplicate`. `check` sees the workflow as the start reads it, and may refuse.
-   */
+  /** Starts a run of `id` from outside (README "Triggers and notifications"); see RunStarts.from. */
   startFrom(id: string, from: StartedFrom, check?: (wf: WorkflowRecord) => void): Promise<Begun> {
-    return this.begin(id, async (_r, wf, now) => {
-      check?.(wf);
-      return freshRun(wf, {}, now, undefined, from);
-    });
-  }
-
-  private async begin(id: string, plan: (r: StoreReads, wf: WorkflowRecord, nowMs: number) => Promise<RunStart>): Promise<Begun> {
-    for (let tries = 0; tries < START_RUN_TRIES; tries++) {
-      const now = this.now();
-      const { wf, start } = await this.store.read(async (r) => {
-        const wf = await this.requireWorkflow(r, id);
-        return { wf, start: await plan(r, wf, now) };
-      });
-      const { jobs, labelSets, inputs, rerun_of, group, trigger, delivery_key } = start;
-      const event = start.event && { name: start.event.name, payload: start.event.text };
-      // Its changes may queue calls of other workflows (README "Workflows calling workflows").
-      this.calls.noteDefinition(id, wf.definition);
-      // A re-run's kept jobs start as success and never run: their secrets need not be set any more.
-      await this.secrets.checkSet(id, jobs.filter((j) => j.status !== 'success').map((j) => ({ id: j.job_id, env: j.env })));
-      const outcome = await this.store.startRun({ workflow_id: id, expected_hash: wf.hash, jobs, label_sets: labelSets, now_ms: now, inputs, rerun_of, group, trigger, event, delivery_key });
-      switch (outcome.kind) {
-        case 'not_found':
-          throw workflowNotFound(id);
-        case 'duplicate':
-          return { run: outcome.run, duplicate: true };
-        case 'active': {
-          const runs = outcome.run_numbers.map((n) => `#${n}`).join(', ');
-          throw new WeftError(
-            'run_active',
-            outcome.run_numbers.length > 1
-              ? `workflow "${id}" already has as many active runs as its concurrency.max_runs allows (${runs}); cancel one or wait for one to finish`
-              : `workflow "${id}" already has an active run (${runs}); cancel it or wait for it to finish`,
-            { run_number: outcome.run_number, run_numbers: outcome.run_numbers },
-          );
-        }
-        case 'queued':
-          await this.runQueued(id, start, outcome);
-          return { run: outcome.run, duplicate: false };
-        case 'stale':
-          continue;
-        case 'started':
-          await this.runStarted(id, start, outcome);
-          this.log.info(
-            { workflow_id: id, run_number: outcome.run.run_number, trigger, ...(rerun_of !== null ? { rerun_of, kept: start.kept } : {}) },
-            rerun_of !== null ? 'run started (re-run)' : 'run started',
-          );
-          return { run: outcome.run, duplicate: false };
-      }
-    }
-    throw new Error(`workflow "${id}" kept changing while its run was being started`);
-  }
-
-  /** After a start (or a called workflow's start) found the run waiting: its label sets and group told. */
-  private async runQueued(id: string, start: RunStart, outcome: StartRunOutcome & { kind: 'queued' }): Promise<void> {
-    const { labelSets, group } = start;
-    this.labelSets.add(labelSets);
-    this.peers.sendLabelSets();
-    this.events.emit('workflow', id);
-    // The start may have begun older queued runs first (docs/architecture.md "Concurrent runs").
-    this.waiters.wake();
-    this.log.info(
-      { workflow_id: id, run_number: outcome.run.run_number, concurrency_group: outcome.run.concurrency_group ?? undefined },
-      group ? `run queued: concurrency group "${group.name}" has a running run, or every slot of the workflow is taken` : 'run queued: every slot of the workflow is taken',
-    );
-    await this.queued.afterQueued(id, group !== null, outcome);
-  }
-
-  /** After a start (or a called workflow's start): its label sets, changes and job groups told. */
-  private async runStarted(id: string, start: RunStart, outcome: StartRunOutcome & { kind: 'started' }): Promise<void> {
-    const { jobs, labelSets } = start;
-    this.labelSets.add(labelSets);
-    this.peers.sendLabelSets();
-    if (jobs.some((j) => j.concurrency_group !== null)) this.jobGroups.note(id);
-    this.announce(outcome.changes);
-    // Its jobs that arrived in a concurrency group replace the group's waiting ones before the answer.
-    if (jobs.some((j) => j.concurrency_group !== null && j.status === 'queued')) await this.jobGroups.settle().catch(() => undefined);
+    return this.starts.from(id, from, check);
   }
 
   /**
@@ -425,24 +369,7 @@ export class Engine extends EngineReads {
     if (claimed.length === 0) return [];
     this.emitJobs(claimed.map((c) => c.job));
     for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
-    // A claim of jobs that name no secret (the common case) takes no extra step (README "Secrets").
-    const secrets = this.secrets.noneNamed(claimed) ? null : await this.secrets.forClaims(claimed.map((c) => ({ leaseId: c.lease.lease_id, job: c.job })));
-    // Without tracing (the default) nothing is asked here.
-    const traces = this.tracing ? new Map(zip(claimed.map((c) => c.lease.lease_id), await this.tracing.traceparents(claimed.map((c) => c.job)))) : null;
-    const results = secrets
-      ? claimed.filter((c) => !secrets.failed.has(c.lease.lease_id)).map((c) => claimResult(c, secrets.opened.get(c.lease.lease_id), traces?.get(c.lease.lease_id)))
-      : claimed.map((c) => claimResult(c, undefined, traces?.get(c.lease.lease_id)));
-    if (secrets) await this.leases.failUnopened(secrets.failed, ask.token_name ?? null);
-    try {
-      await this.artifacts.addToClaims(results, claimed.map((c) => c.job.artifact_spec));
-      // The payload of the event a run was started with (README "Triggers and notifications").
-      await this.triggers.addToClaims(results);
-    } catch (err) {
-      // Nobody will run a claim that cannot be answered: hand the leases back rather than let them run out.
-      await this.release(results).catch(() => {});
-      throw err;
-    }
-    return results;
+    return this.answers.answer(claimed, ask.token_name ?? null);
   }
 
   /**
@@ -536,10 +463,6 @@ export class Engine extends EngineReads {
   private emitJobs(changes: readonly JobChange[]): void {
     for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
-}
-
-function zip<A, B>(a: readonly A[], b: readonly B[]): Array<[A, B]> {
-  return a.map((x, i) => [x, b[i]!]);
 }
 
 /** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */
