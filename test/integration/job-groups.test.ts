@@ -27,7 +27,7 @@ test("a job's group is checked with the definition, evaluated per instance, and 
   };
   await refused({ concurrency: { cancel_in_progress: true } }, /^concurrency\.group$/, /is required/);
   await refused({ concurrency: { group: 'g', max_runs: 2 } }, /^concurrency\.max_runs$/, /a workflow's setting/);
-  await refused({ concurrency: { group: 'g-${{ needs.b.outputs.x }}' } }, /^concurrency\.group$/, /only inputs and matrix values/);
+  await refused({ concurrency: { group: 'g-${{ needs.b.outputs.x }}' } }, /^concurrency\.group$/, /only inputs, matrix values and the event/);
   await refused({ concurrency: { group: 'g-${{ inputs.nope }}' } }, /^concurrency\.group$/, /unknown input 'nope'/);
   await refused({ concurrency: { group: 'g-${{ matrix.region }}' } }, /^concurrency\.group$/, /no strategy\.matrix/);
   await refused({ concurrency: 7 }, /^concurrency$/, /a mapping \{group, cancel_in_progress\?\} or a group name/);
