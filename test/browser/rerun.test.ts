@@ -13,6 +13,7 @@ import { until } from '../helpers/http.js';
 const WAIT = { timeout: 60_000 };
 
 declare const document: any;
+declare const requestAnimationFrame: (cb: () => void) => number;
 
 const stack = dashboardStack('weft-dash-rerun-');
 
@@ -142,5 +143,40 @@ test('History lists every run with its state, duration, job counts and the run i
   await page.getByRole('link', { name: '← Newer' }).click();
   await page.locator('tr[data-run="51"]').waitFor(WAIT);
   await screenshot(page, 'run-history');
+  assert.deepEqual(errors, []);
+});
+
+test('a read of the run list that answers late does not take a newer run out of the selector', async () => {
+  await stack.api.createWorkflow({ id: 'late', jobs: { one: { run: 'true', labels: ['late'] } } });
+  await stack.api.run('late');
+  const { page, errors } = await stack.newPage();
+  // The page's first read of the run list is answered only once run 2 is on screen, with the list as
+  // it was before run 2 (the order a busy server may answer two reads in).
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let held = false;
+  let lateAnswered!: () => void;
+  const answeredLate = new Promise<void>((resolve) => (lateAnswered = resolve));
+  await page.route('**/api/workflows/late/runs?limit=100', async (route) => {
+    if (held) return route.continue();
+    held = true;
+    const stale = await route.fetch();
+    await released;
+    await route.fulfill({ response: stale });
+    lateAnswered();
+  });
+  await page.goto(`${stack.url}/#/workflows/late`);
+  await page.waitForFunction(() => document.querySelector('select')?.value === '1', undefined, WAIT);
+  const c = await until(() => stack.api.claim('test-worker', ['late']), 'the job of run 1');
+  assert.equal((await stack.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await stack.api.run('late');
+  await page.locator('option[value="2"]').waitFor({ state: 'attached', ...WAIT });
+  await page.waitForFunction(() => document.querySelector('select')?.value === '2', undefined, WAIT);
+  release();
+  await answeredLate;
+  // Two frames after the late answer, whatever it changed is drawn.
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  assert.equal(await page.locator('option[value="2"]').count(), 1, 'run 2 is still offered');
+  assert.equal(await page.evaluate(() => document.querySelector('select')?.value), '2');
   assert.deepEqual(errors, []);
 });

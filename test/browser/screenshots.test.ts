@@ -82,8 +82,8 @@ const VIEWS: Array<{ name: string; hash: string; ready: (p: Page) => Promise<unk
     hash: '#/workflows/ci/jobs/unit-tests',
     ready: (p) => p.locator('.log').getByText('42 passed').first().waitFor(WAIT),
   },
-  { name: 'workflow-list', hash: '#/workflows/ci', ready: (p) => p.locator('table').first().waitFor(WAIT), step: (p) => p.getByRole('button', { name: 'List', exact: true }).click() },
-  { name: 'timeline', hash: '#/workflows/ci', ready: (p) => p.locator('.timeline').first().waitFor(WAIT), step: (p) => p.getByRole('button', { name: 'Timeline', exact: true }).click() },
+  { name: 'workflow-list', hash: '#/workflows/ci', ready: (p) => p.locator('table').first().waitFor(WAIT), step: (p) => p.getByRole('button', { name: 'List', exact: true }).click(WAIT) },
+  { name: 'timeline', hash: '#/workflows/ci', ready: (p) => p.locator('.timeline').first().waitFor(WAIT), step: (p) => p.getByRole('button', { name: 'Timeline', exact: true }).click(WAIT) },
   { name: 'history', hash: '#/workflows/ci/runs', ready: (p) => p.locator('table[aria-label="Runs of ci"] td.trigger').first().waitFor(WAIT) },
   { name: 'definition', hash: '#/workflows/ci/definition', ready: (p) => p.locator('section.definition pre', { hasText: 'checkout' }).waitFor(WAIT) },
   { name: 'workers', hash: '#/workers', ready: (p) => p.getByText('builder-1').first().waitFor(WAIT) },
@@ -97,10 +97,8 @@ for (const look of LOOKS) {
       const errors = pageErrors(page);
       for (const view of VIEWS) {
         await page.goto(`${server.url}/${view.hash}`);
-        if (view.step) {
-          await page.getByRole('link', { name: 'ci' }).first().waitFor(WAIT).catch(() => undefined);
-          await view.step(page);
-        }
+        // The step's click waits for its button to be drawn.
+        if (view.step) await view.step(page);
         await view.ready(page);
         const drawn = await page.evaluate(() => ({
           bg: getComputedStyle(document.body).backgroundColor as string,

@@ -71,9 +71,14 @@ export function WorkflowView({ route }: { route: WorkflowRoute }) {
   // The ids of its jobs, as last read.
   const shownJobs = useRef<Set<string>>(new Set());
 
+  // Reads of the run list may answer out of order (a run's event and a re-run's own read, say): only
+  // the newest read's answer is applied, or a list from before a new run could replace one with it.
+  const runReads = useRef(0);
   const loadRuns = useCallback(async () => {
+    const read = ++runReads.current;
     try {
       const list = await api<RunSummary[]>(`/api/workflows/${enc(id)}/runs?limit=100`);
+      if (read !== runReads.current) return;
       setRuns(list);
       if (list[0]) setLatestRun((n) => Math.max(n ?? 0, list[0]!.run_number));
     } catch (err) {
