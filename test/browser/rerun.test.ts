@@ -175,7 +175,7 @@ test('a read of the run list that answers late does not take a newer run out of 
   release();
   await answeredLate;
   // Two frames after the late answer, whatever it changed is drawn.
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.evaluate(() => new Promise<void>((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve()))));
   assert.equal(await page.locator('option[value="2"]').count(), 1, 'run 2 is still offered');
   assert.equal(await page.evaluate(() => document.querySelector('select')?.value), '2');
   assert.deepEqual(errors, []);
