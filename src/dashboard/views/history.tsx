@@ -3,41 +3,21 @@
  * page at a time from `GET /api/workflows/{id}/runs`, with its state, what started it, start, duration,
  * job counts and the run it re-ran; each links to its graph.
  */
-import { useEffect, useState } from 'preact/hooks';
 import type { RunSummary } from '../../protocol/wire.js';
-import { api, enc } from '../api';
+import { enc } from '../api';
 import { ago, duration, stamp, useNow } from '../format';
 import { historyHref, workflowHref } from '../router';
 import { runTriggerText } from '../triggers';
 import { ErrorLine, JobCounts, StateBadge } from './common';
+import { usePolled } from './polled';
 
 const PAGE = 50;
 const POLL_MS = 5000;
 
 export function HistoryView({ id, page }: { id: string; page: number }) {
-  const [runs, setRuns] = useState<RunSummary[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const now = useNow();
-  useEffect(() => {
-    let gone = false;
-    setRuns(null);
-    // One more than a page, to know whether there is a next one. Runs change rarely: polled.
-    const load = () =>
-      api<RunSummary[]>(`/api/workflows/${enc(id)}/runs?limit=${PAGE + 1}&offset=${page * PAGE}`).then(
-        (r) => {
-          if (gone) return;
-          setRuns(r);
-          setError(null);
-        },
-        (err: unknown) => !gone && setError(err),
-      );
-    void load();
-    const t = setInterval(load, POLL_MS);
-    return () => {
-      gone = true;
-      clearInterval(t);
-    };
-  }, [id, page]);
+  // One more than a page, to know whether there is a next one. Runs change rarely: polled.
+  const { list: runs, error } = usePolled<RunSummary[]>(`/api/workflows/${enc(id)}/runs?limit=${PAGE + 1}&offset=${page * PAGE}`, POLL_MS);
   const shown = runs?.slice(0, PAGE) ?? [];
   return (
     <section aria-labelledby="history-title">

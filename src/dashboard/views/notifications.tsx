@@ -6,10 +6,11 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { NotificationView } from '../../protocol/wire.js';
-import { api, enc } from '../api';
+import { enc } from '../api';
 import { ago, duration, stamp, useNow } from '../format';
 import { go, notificationsHref, workflowHref } from '../router';
 import { ErrorLine } from './common';
+import { usePolled } from './polled';
 
 const PAGE = 50;
 const POLL_MS = 5000;
@@ -32,31 +33,6 @@ function NotifyBadge({ status }: { status: string }) {
   );
 }
 
-/** Polls `path` every POLL_MS; null until the first answer. */
-function usePolled(path: string): { list: NotificationView[] | null; error: unknown } {
-  const [list, setList] = useState<NotificationView[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    let gone = false;
-    setList(null);
-    const load = () =>
-      api<NotificationView[]>(path).then(
-        (l) => {
-          if (gone) return;
-          setList(l);
-          setError(null);
-        },
-        (err: unknown) => !gone && setError(err),
-      );
-    void load();
-    const t = setInterval(load, POLL_MS);
-    return () => {
-      gone = true;
-      clearInterval(t);
-    };
-  }, [path]);
-  return { list, error };
-}
 
 /** Where a notification stands in time: delivered when, next attempt when, or nothing more to come. */
 function when(n: NotificationView, now: number) {
@@ -142,7 +118,7 @@ export function NotificationsView({ query }: { query: URLSearchParams }) {
   const params = new URLSearchParams({ limit: String(PAGE + 1), offset: String(page * PAGE) });
   if (workflow) params.set('workflow_id', workflow);
   if (status) params.set('status', status);
-  const { list, error } = usePolled(`/api/notifications?${params}`);
+  const { list, error } = usePolled<NotificationView[]>(`/api/notifications?${params}`, POLL_MS);
   const shown = list?.slice(0, PAGE) ?? [];
   const to = (over: { workflow?: string; status?: string; page?: number }) => go(notificationsHref({ workflow, status, page: 0, ...over }));
   return (
@@ -197,7 +173,7 @@ export function NotificationsView({ query }: { query: URLSearchParams }) {
 
 /** The notifications of one run, on its page; nothing when it has none. */
 export function RunNotifications({ wf, run }: { wf: string; run: number }) {
-  const { list, error } = usePolled(`/api/notifications?workflow_id=${enc(wf)}&run=${run}&limit=100`);
+  const { list, error } = usePolled<NotificationView[]>(`/api/notifications?workflow_id=${enc(wf)}&run=${run}&limit=100`, POLL_MS);
   const now = useNow();
   if (error) return <ErrorLine error={error} />;
   if (!list || list.length === 0) return null;

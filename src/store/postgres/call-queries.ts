@@ -4,6 +4,7 @@
  * job's end, and what the engine's passes look for. Part of QUERIES (queries.ts, which states the
  * rules every statement follows); parameters are listed above each statement.
  */
+import { PENDING_BELOW } from './condition-queries.js';
 import { RUN_QUERIES } from './run-queries.js';
 
 /**
@@ -77,16 +78,7 @@ export const CALL_QUERIES = {
    * locks a run's jobs in), each read at its newest version, for its end to decide on.
    * $1 workflow id, $2 run number, $3 the job's dependents (JSON array), $4 the job's row id
    */
-  lockCallAndBelow: `WITH RECURSIVE below(row_id, dependents) AS (
-      SELECT d.row_id, d.dependents FROM json_array_elements_text($3::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-      UNION
-      SELECT d.row_id, d.dependents FROM below b
-      CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-    )
+  lockCallAndBelow: `${PENDING_BELOW}
     SELECT j.* FROM jobs j WHERE j.row_id = $4::bigint OR (j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending')
     ORDER BY j.row_id FOR UPDATE OF j`,
   /** The child succeeded: the calling job with its outputs; no row unless running on that child. $1 row id, $2 child run, $3 now, $4 outputs (JSON) */

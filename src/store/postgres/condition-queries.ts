@@ -5,6 +5,22 @@
  * there. Lock order as everywhere: the lease (held by the caller), the job's own row, then the jobs
  * below it in row order.
  */
+/**
+ * The row ids of the pending jobs below a job, however deep: $1 workflow id, $2 run number, $3 the
+ * job's dependents (JSON array). The start of a statement that locks them (lockBelow, and the end of
+ * a calling job in call-queries.ts).
+ */
+export const PENDING_BELOW = `WITH RECURSIVE below(row_id, dependents) AS (
+      SELECT d.row_id, d.dependents FROM json_array_elements_text($3::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
+      WHERE d.status = 'pending'
+      UNION
+      SELECT d.row_id, d.dependents FROM below b
+      CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
+      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
+      WHERE d.status = 'pending'
+    )`;
+
 export const CONDITION_QUERIES = {
   /**
    * The general completion, under the lease lock (leases.ts): lease completed, job success; what is
@@ -28,16 +44,7 @@ export const CONDITION_QUERIES = {
    * conditions.ts propagate to decide on. A job that stopped being pending meanwhile is left out by
    * the lock's re-check. $1 workflow id, $2 run number, $3 the ended job's dependents (JSON array).
    */
-  lockBelow: `WITH RECURSIVE below(row_id, dependents) AS (
-      SELECT d.row_id, d.dependents FROM json_array_elements_text($3::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-      UNION
-      SELECT d.row_id, d.dependents FROM below b
-      CROSS JOIN LATERAL json_array_elements_text(b.dependents::json) AS e(job_id)
-      JOIN jobs d ON d.workflow_id = $1 AND d.run_number = $2::int AND d.job_id = e.job_id
-      WHERE d.status = 'pending'
-    )
+  lockBelow: `${PENDING_BELOW}
     SELECT j.* FROM jobs j WHERE j.row_id IN (SELECT row_id FROM below) AND j.status = 'pending'
     ORDER BY j.row_id FOR UPDATE OF j`,
   /**
