@@ -6,6 +6,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { QUERIES } from '../../src/store/sqlite/queries.js';
+import { withSqlitePlans } from '../helpers/plans.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { parseDatabaseUrl } from '../../src/store/index.js';
 import { Conn, openConnection } from '../../src/store/sqlite/connection.js';
@@ -252,12 +253,7 @@ test('sqlite: in one write batch, a claim after a capped group was queued still 
 });
 
 test('sqlite: listeners, a run\'s event and a delivery key are primary-key reads (README "Triggers and notifications")', async () => {
-  const { dir, file } = tempFile();
-  await new SqliteStore(file).close();
-  const db = new Database(file, { readonly: true });
-  try {
-    const plan = (sql: string, ...args: unknown[]) =>
-      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+  await withSqlitePlans((plan) => {
     const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
       ['listeners', ['event', 'deployed'], /SEARCH workflow_triggers USING PRIMARY KEY \(kind=\? AND key=\?\)/],
       ['getRunEvent', ['w', 1], /SEARCH run_events USING PRIMARY KEY \(workflow_id=\? AND run_number=\?\)/],
@@ -269,8 +265,5 @@ test('sqlite: listeners, a run\'s event and a delivery key are primary-key reads
       assert.match(p, re, `${name}: ${p}`);
       assert.doesNotMatch(p, /\bSCAN\b|TEMP B-TREE/, `${name} reads a whole table: ${p}`);
     }
-  } finally {
-    db.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
