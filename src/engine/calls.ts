@@ -7,6 +7,7 @@ import type { RunEnd } from '../store/run-end-types.js';
 import { childResult } from './call-ends.js';
 import { resolveEnv } from './needs-values.js';
 import { freshRun, type RunStart } from './run-start.js';
+import { SingleFlight } from '../util/single-flight.js';
 
 /** How many ready calls, and orphaned child runs, one read takes; a read that fills it is followed by another. */
 const CALLS_PER_READ = 100;
@@ -43,8 +44,7 @@ export interface CallsContext {
 export class Calls {
   /** Workflows known to call others: a change of one of their runs may have queued a call. */
   private readonly callers = new Set<string>();
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new SingleFlight(() => this.startRound(), () => !this.stopped);
   /** The next time a call waiting out its retry's backoff becomes ready (one timer for the earliest). */
   private timer: { at: number; handle: NodeJS.Timeout } | null = null;
   private stopped = false;
@@ -80,34 +80,24 @@ export class Calls {
    * Starts the child of every call ready now; resolves once those ready when it was called are
    * started (or failed). One pass runs at a time; a call meanwhile makes it run once more.
    */
-  async startReady(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.startAll().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+  startReady(): Promise<void> {
+    return this.passes.run();
   }
 
-  private async startAll(): Promise<void> {
-    do {
-      this.again = false;
-      for (;;) {
-        const ready = await this.ctx.store.read((r) => r.queuedCalls(this.ctx.now(), CALLS_PER_READ));
-        for (const job of ready) {
-          try {
-            await this.start(job);
-          } catch (err) {
-            // Left queued: the next change or reaper pass tries again.
-            if (err instanceof StoreUnavailableError) throw err;
-            this.ctx.log.error({ err, workflow_id: job.workflow_id, run_number: job.run_number, job_id: job.job_id }, 'starting a called workflow failed; retried on the next pass');
-          }
+  private async startRound(): Promise<void> {
+    for (;;) {
+      const ready = await this.ctx.store.read((r) => r.queuedCalls(this.ctx.now(), CALLS_PER_READ));
+      for (const job of ready) {
+        try {
+          await this.start(job);
+        } catch (err) {
+          // Left queued: the next change or reaper pass tries again.
+          if (err instanceof StoreUnavailableError) throw err;
+          this.ctx.log.error({ err, workflow_id: job.workflow_id, run_number: job.run_number, job_id: job.job_id }, 'starting a called workflow failed; retried on the next pass');
         }
-        if (ready.length < CALLS_PER_READ) break;
       }
-    } while (this.again && !this.stopped);
+      if (ready.length < CALLS_PER_READ) break;
+    }
   }
 
   /**

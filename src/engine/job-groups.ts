@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { JobChange, Store } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
+import { SingleFlight } from '../util/single-flight.js';
 
 /** How many groups one store call settles; a call that fills it is followed by another. */
 const GROUPS_PER_CALL = 64;
@@ -16,8 +17,7 @@ const GROUPS_PER_CALL = 64;
  */
 export class JobGroups {
   private readonly grouped = new Set<string>();
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new SingleFlight(() => this.settleRound());
 
   constructor(
     private readonly store: Store,
@@ -41,36 +41,26 @@ export class JobGroups {
    * Settles every group with an arrival; resolves once the arrivals known when it was called are
    * settled. One call runs at a time; changes meanwhile make it run once more.
    */
-  async settle(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.settleAll().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+  settle(): Promise<void> {
+    return this.passes.run();
   }
 
-  private async settleAll(): Promise<void> {
-    do {
-      this.again = false;
-      for (;;) {
-        let outcome;
-        try {
-          outcome = await this.store.settleJobGroups(this.now(), GROUPS_PER_CALL);
-        } catch (err) {
-          // The reaper's next pass settles what this missed.
-          if (!(err instanceof StoreUnavailableError)) this.log.error({ err }, 'settling concurrency groups of jobs failed');
-          throw err;
-        }
-        for (const w of outcome.workflows) this.grouped.add(w);
-        if (outcome.changes.length > 0) {
-          this.log.info({ jobs: outcome.changes.length }, 'jobs cancelled or decided by arrivals in concurrency groups');
-          this.announce(outcome.changes);
-        }
-        if (outcome.groups < GROUPS_PER_CALL) break;
+  private async settleRound(): Promise<void> {
+    for (;;) {
+      let outcome;
+      try {
+        outcome = await this.store.settleJobGroups(this.now(), GROUPS_PER_CALL);
+      } catch (err) {
+        // The reaper's next pass settles what this missed.
+        if (!(err instanceof StoreUnavailableError)) this.log.error({ err }, 'settling concurrency groups of jobs failed');
+        throw err;
       }
-    } while (this.again);
+      for (const w of outcome.workflows) this.grouped.add(w);
+      if (outcome.changes.length > 0) {
+        this.log.info({ jobs: outcome.changes.length }, 'jobs cancelled or decided by arrivals in concurrency groups');
+        this.announce(outcome.changes);
+      }
+      if (outcome.groups < GROUPS_PER_CALL) break;
+    }
   }
 }

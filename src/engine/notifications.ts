@@ -30,6 +30,7 @@ import { StoreUnavailableError } from '../store/index.js';
 import { post, type Attempt } from './notify-delivery.js';
 import { OutageWarnings } from './outage.js';
 import type { Secrets } from './secrets.js';
+import { SingleFlight } from '../util/single-flight.js';
 
 /** A run that ended, as the run-end outbox hands it over (store/run-end-types.ts RunEnd). */
 export type EndedRun = Pick<RunEnd, 'workflow_id' | 'run_number' | 'state' | 'ended_at_ms'>;
@@ -94,8 +95,7 @@ export class Notifications {
   private settings: NotifySettings;
   private timer: NodeJS.Timeout | null = null;
   private started = false;
-  private passing: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new SingleFlight(() => this.pass(), () => this.started);
   private readonly inFlight = new Set<Promise<void>>();
   private stop = new AbortController();
   private lastPruneMs = 0;
@@ -228,29 +228,20 @@ export class Notifications {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.stop.abort();
-    await this.passing;
+    await this.passes.current;
     await Promise.all([...this.inFlight]);
   }
 
   /** Looks for due notifications now (a run just ended here, or a peer says something changed). */
   kick(): void {
     if (!this.started) return;
-    if (this.passing) {
-      this.again = true;
-      return;
-    }
-    this.passing = this.pass().finally(() => {
-      this.passing = null;
-    });
+    void this.passes.run();
   }
 
   private async pass(): Promise<void> {
     let nextDue: number | null = null;
     try {
-      do {
-        this.again = false;
-        await this.claimAndSend();
-      } while (this.again && this.started);
+      await this.claimAndSend();
       await this.pruneNow();
       nextDue = await this.store.read((r) => r.nextNotificationDue());
     } catch (err) {

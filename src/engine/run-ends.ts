@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import { RUN_END_CONSUMERS, type RunEnd, type RunEndConsumer } from '../store/run-end-types.js';
+import { SingleFlight } from '../util/single-flight.js';
 
 /** How many entries one read takes; a read that fills it is followed by another. */
 const ENDS_PER_READ = 100;
@@ -26,8 +27,7 @@ export type RunEndHandler = (ends: readonly RunEnd[]) => Promise<void>;
  */
 export class RunEnds {
   private readonly handlers = new Map<RunEndConsumer, RunEndHandler>();
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly passes = new SingleFlight(() => this.round(), () => !this.stopped);
   private timer: NodeJS.Timeout | null = null;
   private lastLookMs = 0;
   private stopped = false;
@@ -60,15 +60,8 @@ export class RunEnds {
    * are handled (or left after a handler's error). One pass runs at a time; a call meanwhile makes it
    * run once more.
    */
-  async pass(): Promise<void> {
-    if (this.running) {
-      this.again = true;
-      return this.running;
-    }
-    this.running = this.passAll().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+  pass(): Promise<void> {
+    return this.passes.run();
   }
 
   stop(): void {
@@ -77,12 +70,9 @@ export class RunEnds {
     this.timer = null;
   }
 
-  private async passAll(): Promise<void> {
-    do {
-      this.again = false;
-      this.lastLookMs = Date.now();
-      for (const consumer of RUN_END_CONSUMERS) await this.drain(consumer);
-    } while (this.again && !this.stopped);
+  private async round(): Promise<void> {
+    this.lastLookMs = Date.now();
+    for (const consumer of RUN_END_CONSUMERS) await this.drain(consumer);
   }
 
   private async drain(consumer: RunEndConsumer): Promise<void> {
