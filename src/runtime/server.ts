@@ -42,11 +42,16 @@ export async function loadWorkflowFiles(engine: Engine, dir: string, log: Logger
   }
 }
 
-/** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
-export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+/**
+ * The store, artifact files, telemetry and engine a server or a scheduler runs on, and how to put
+ * them down again in the order that loses nothing: notifications settled, the last spans sent, peers
+ * told about the last changes, then the store closed.
+ */
+async function openEngine(config: ServerConfig, log: Logger): Promise<{ store: Store; blobs: FileBlobs | undefined; telemetry: Awaited<ReturnType<typeof startTelemetry>>; engine: Engine; shutdown(): Promise<void> }> {
   const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
   const blobs = await blobStore(config, store);
-  // README "Traces (OpenTelemetry)": null, with nothing loaded, unless an OTLP endpoint is set.
+  // README "Traces (OpenTelemetry)": null, with nothing loaded, unless an OTLP endpoint is set. The
+  // scheduler's reaper ends attempts too (expiries, timeouts), whose spans it exports.
   const telemetry = await startTelemetry(process.env, 'weft', log);
   const engine = new Engine({
     store,
@@ -61,6 +66,26 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
     secretKey: config.secretKey,
     notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
   });
+  return {
+    store,
+    blobs,
+    telemetry,
+    engine,
+    async shutdown() {
+      await engine.notifications.close();
+      // What the last operations ended is read while the store is still open, then sent.
+      await engine.tracing?.close();
+      // What the last pass changed still reaches the other servers.
+      await engine.disconnectPeers();
+      await telemetry?.shutdown();
+      await store.close();
+    },
+  };
+}
+
+/** The all-in-one server: HTTP API, plus the reaper unless API_ONLY. */
+export async function startServer(config: ServerConfig, log: Logger): Promise<RunningServer> {
+  const { store, blobs, telemetry, engine, shutdown } = await openEngine(config, log);
   let reaper: Reaper | null = null;
   let app: FastifyInstance | null = null;
   try {
@@ -124,22 +149,13 @@ export async function startServer(config: ServerConfig, log: Logger): Promise<Ru
       async close() {
         await reaper?.stop();
         await server.close();
-        await engine.notifications.close();
-        // What this server's last operations ended is read while the store is still open, then sent.
-        await engine.tracing?.close();
-        await engine.disconnectPeers();
-        await telemetry?.shutdown();
-        await store.close();
+        await shutdown();
       },
     };
   } catch (err) {
     await reaper?.stop();
     await app?.close();
-    await engine.notifications.close();
-    await engine.tracing?.close();
-    await engine.disconnectPeers();
-    await telemetry?.shutdown();
-    await store.close();
+    await shutdown();
     throw err;
   }
 }
@@ -149,20 +165,7 @@ export async function startScheduler(
   config: ServerConfig,
   log: Logger,
 ): Promise<{ engine: Engine; close(): Promise<void> }> {
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous, postgres: config.postgres, warn: (f, m) => log.warn(f, m) });
-  const blobs = await blobStore(config, store);
-  // Its reaper ends attempts (expiries, timeouts), whose spans it exports (README "Traces (OpenTelemetry)").
-  const telemetry = await startTelemetry(process.env, 'weft', log);
-  const engine = new Engine({
-    store,
-    blobs,
-    traceSink: telemetry,
-    logger: log,
-    workerRetainMs: config.workerRetainMs,
-    scheduleGraceMs: scheduleGraceMs(config),
-    secretKey: config.secretKey,
-    notify: notifySettings(config.notify, config.publicUrl, config.retention.retainDays),
-  });
+  const { store, engine, shutdown } = await openEngine(config, log);
   const reaper = new Reaper(engine.housekeeping, config.reapIntervalMs, log, config.retention);
   reaper.start();
   engine.notifications.start();
@@ -171,12 +174,7 @@ export async function startScheduler(
     engine,
     async close() {
       await reaper.stop();
-      await engine.notifications.close();
-      await engine.tracing?.close();
-      // What the last pass changed still reaches the servers.
-      await engine.disconnectPeers();
-      await telemetry?.shutdown();
-      await store.close();
+      await shutdown();
     },
   };
 }
