@@ -12,6 +12,7 @@ import { BENCH_DIR, buildSnapshot, cleanup, REPO_DIR, useWeftBin, type BuildOutc
 import { emptyRow, markdownTable, type Row } from './lib/report.js';
 import { loadSettings, type Settings, type StoreKind } from './lib/settings.js';
 import { errorMessage, median, round } from './lib/util.js';
+import { pgCpuNote } from './lib/pgcpu.js';
 import { backlogScenario, labelSets } from './scenarios/backlog.js';
 import { dagScenario } from './scenarios/dag.js';
 import { bareRates, bareRow, workerScenario } from './scenarios/workers.js';
@@ -126,6 +127,8 @@ function finishThroughput(st: ThroughputRowState, s: Settings): void {
     );
   }
   if (st.failures.length) notes.push(`${st.failures.length} repetition(s) failed: ${st.failures.join('; ')}`);
+  const cpu = pgCpuNote(reps.map((r) => r.pg_cpu));
+  if (cpu) notes.push(cpu);
   if (notes.length) row.note = notes.join('; ');
 }
 
