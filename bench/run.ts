@@ -13,6 +13,7 @@ import { emptyRow, markdownTable, type Row } from './lib/report.js';
 import { loadSettings, type Settings, type StoreKind } from './lib/settings.js';
 import { errorMessage, median, round } from './lib/util.js';
 import { pgCpuNote } from './lib/pgcpu.js';
+import { referenceSection } from './scenarios/reference.js';
 import { backlogScenario, labelSets } from './scenarios/backlog.js';
 import { dagScenario } from './scenarios/dag.js';
 import { bareRates, bareRow, workerScenario } from './scenarios/workers.js';
@@ -182,6 +183,9 @@ async function main(): Promise<void> {
     finishThroughput(st, s);
     rows.push(st.row);
   }
+
+  // graphile-worker and pg-boss on the same PostgreSQL, right after the throughput rows they are read against.
+  if (s.sections.includes('reference')) rows.push(...(await referenceSection(s, pgSkip, log)));
 
   const liveStores = s.stores.filter((k) => !(k === 'postgres' && pgSkip));
   const skippedRow = (id: string, name: string, section: 'dag' | 'backlog', store: StoreKind) => {

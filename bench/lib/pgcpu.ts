@@ -78,6 +78,11 @@ export class PgCpuSampler {
     return sampler;
   }
 
+  /** Samples taken so far (the baseline included). */
+  get sampleCount(): number {
+    return this.samples;
+  }
+
   /** A backend of the bench's own bookkeeping (say, a poll for the end of a drain): not counted. */
   exclude(pid: number): void {
     this.excluded.add(pid);
