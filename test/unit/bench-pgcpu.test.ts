@@ -67,7 +67,8 @@ test('PG CPU: counts the window, including a backend that exits in it, and not w
   const inWindowMs = (inStays + inLeaves) * TICK_MS;
   assert.ok(out.cpu_ms >= inWindowMs, `counted ${out.cpu_ms} ms, the two burns in the window alone took ${inWindowMs} ms`);
   assert.ok(out.cpu_ms < inWindowMs + before * TICK_MS, `counted ${out.cpu_ms} ms: the ${before * TICK_MS} ms burned before the window were counted too`);
-  assert.equal(out.backends, 3);
-  assert.equal(out.exited_backends, 1);
+  // At least: an autovacuum worker visiting the new database would be counted as well.
+  assert.ok(out.backends >= 3, `${out.backends} backends counted, 3 connected`);
+  assert.ok(out.exited_backends >= 1, 'the backend that disconnected is not reported as exited');
   assert.equal(out.ms_per_job, Math.round((out.cpu_ms / 100) * 10_000) / 10_000);
 });
