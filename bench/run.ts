@@ -12,6 +12,8 @@ import { BENCH_DIR, buildSnapshot, cleanup, REPO_DIR, useWeftBin, type BuildOutc
 import { emptyRow, markdownTable, type Row } from './lib/report.js';
 import { loadSettings, type Settings, type StoreKind } from './lib/settings.js';
 import { errorMessage, median, round } from './lib/util.js';
+import { pgCpuNote } from './lib/pgcpu.js';
+import { referenceSection } from './scenarios/reference.js';
 import { backlogScenario, labelSets } from './scenarios/backlog.js';
 import { dagScenario } from './scenarios/dag.js';
 import { bareRates, bareRow, workerScenario } from './scenarios/workers.js';
@@ -126,6 +128,8 @@ function finishThroughput(st: ThroughputRowState, s: Settings): void {
     );
   }
   if (st.failures.length) notes.push(`${st.failures.length} repetition(s) failed: ${st.failures.join('; ')}`);
+  const cpu = pgCpuNote(reps.map((r) => r.pg_cpu));
+  if (cpu) notes.push(cpu);
   if (notes.length) row.note = notes.join('; ');
 }
 
@@ -179,6 +183,9 @@ async function main(): Promise<void> {
     finishThroughput(st, s);
     rows.push(st.row);
   }
+
+  // graphile-worker and pg-boss on the same PostgreSQL, right after the throughput rows they are read against.
+  if (s.sections.includes('reference')) rows.push(...(await referenceSection(s, pgSkip, log)));
 
   const liveStores = s.stores.filter((k) => !(k === 'postgres' && pgSkip));
   const skippedRow = (id: string, name: string, section: 'dag' | 'backlog', store: StoreKind) => {

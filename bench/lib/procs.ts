@@ -94,7 +94,8 @@ async function terminate(child: ChildProcess, graceMs = 5000): Promise<void> {
   clearTimeout(timer);
 }
 
-function trackChild(child: ChildProcess, name: string): () => Promise<void> {
+/** Registers a child with the cleanup: SIGTERM then SIGKILL at the end, SIGKILL from the exit path. */
+export function trackChild(child: ChildProcess, name: string): () => Promise<void> {
   return cleanup.add(
     name,
     () => terminate(child),

@@ -2,8 +2,8 @@
 import { envInt } from './util.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
-export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog' | 'workers';
-const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog', 'workers'];
+export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog' | 'workers' | 'reference';
+const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog', 'workers', 'reference'];
 
 export interface Settings {
   quick: boolean;

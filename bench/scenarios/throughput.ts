@@ -5,7 +5,8 @@
  * generators start, so a repetition measures draining a queue of root jobs and nothing else.
  */
 import { api, seedRootJobs } from '../lib/api.js';
-import { freshWeft, type FreshServer } from '../lib/fresh.js';
+import { freshStore, freshWeft, type FreshServer } from '../lib/fresh.js';
+import { databaseOf, PgCpuSampler, type PgCpuOutcome } from '../lib/pgcpu.js';
 import { Loadgens, readMemory, startCeiling, type ServerHandle } from '../lib/procs.js';
 import type { LoadgenConfig, LoadgenResult, LoopMode } from '../lib/protocol.js';
 import type { Settings, StoreKind } from '../lib/settings.js';
@@ -39,6 +40,8 @@ export interface ThroughputRep {
   server_log_tail?: string[];
   /** batch: how full the batches were. */
   claims_per_request?: { requests: number; mean: number | null; max: number };
+  /** PostgreSQL: the backends' CPU over the measured drain (bench/lib/pgcpu.ts), per completed job. */
+  pg_cpu?: PgCpuOutcome;
 }
 
 export type RepOutcome = { kind: 'ok'; rep: ThroughputRep } | { kind: 'unsupported'; note: string };
@@ -123,6 +126,8 @@ export function combine(results: LoadgenResult[], seeded: number): Omit<Throughp
 export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch', servers = 1): Promise<RepOutcome> {
   let fresh: FreshServer | null = null;
   let loadgens: Loadgens | null = null;
+  let sampler: PgCpuSampler | null = null;
+  let database: string | null = null;
   try {
     let seedMs: number | null = null;
     const warmupPerLoop = Math.ceil(s.warmupJobs / (s.loadgenProcesses * s.loopsPerProcess));
@@ -131,7 +136,9 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
       const server = await startCeiling(seeded);
       fresh = { server, extra: [], close: () => server.stop() };
     } else {
-      fresh = await freshWeft(target, servers);
+      const store = await freshStore(target);
+      if (target === 'postgres') database = databaseOf(store.url);
+      fresh = await freshWeft(store, servers);
       if (mode === 'batch') {
         const missing = await probeBatch(fresh.server.origin, s);
         if (missing) return { kind: 'unsupported', note: missing };
@@ -150,9 +157,14 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
             loops: Math.floor((s.loadgenProcesses * s.loopsPerProcess) / (extra.length + 1)),
           }));
     loadgens = await Loadgens.start(configs);
+    // Started after the warm-up (Loadgens.start returns once it is done), so only the measured drain counts.
+    if (database) sampler = await PgCpuSampler.start(database);
     const results = await loadgens.go(s.repSecs * 1000);
+    const pgCpu = sampler ? await sampler.stop(results.reduce((a, r) => a + r.completed, 0)) : null;
+    sampler = null;
     const peak = readMemory(pid).hwm_bytes;
     const rep: ThroughputRep = { ...combine(results, seeded), seed_ms: seedMs, server_peak_rss_bytes: target === 'ceiling' ? null : peak };
+    if (pgCpu) rep.pg_cpu = pgCpu;
     if (target !== 'ceiling') {
       const health = (await fetch(`${origin}/healthz`).then((r) => r.json()).catch(() => null)) as { event_loop_delay_ms?: ThroughputRep['server_event_loop_delay_ms'] } | null;
       if (health?.event_loop_delay_ms) rep.server_event_loop_delay_ms = health.event_loop_delay_ms;
@@ -160,6 +172,7 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
     if (rep.errors + rep.warmup_errors > 0) rep.server_log_tail = logTail(fresh.server);
     return { kind: 'ok', rep };
   } finally {
+    if (sampler) await sampler.stop(0).catch(() => {});
     await loadgens?.close();
     await fresh?.close();
   }
