@@ -64,7 +64,7 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
     assert.match(claim, /USING (COVERING )?INDEX jobs_claim/, claim);
     assert.doesNotMatch(claim, /TEMP B-TREE|SCAN jobs\b(?! USING)/, claim);
     const expiry = plan(QUERIES.expiredLeases, 0, 1);
-    assert.match(expiry, /USING (COVERING )?INDEX leases_expiry/, expiry);
+    assert.match(expiry, /USING (COVERING )?INDEX jobs_lease_expiry/, expiry);
     assert.doesNotMatch(expiry, /TEMP B-TREE/, expiry);
     const timeouts = plan(QUERIES.timedOutJobs, 0, 1);
     assert.match(timeouts, /USING (COVERING )?INDEX jobs_deadline/, timeouts);
@@ -72,19 +72,39 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
     // Read at every scrape of GET /metrics: the queue's and the active leases' entries, no finished job.
     const counts = plan(QUERIES.activeJobCounts);
     assert.match(counts, /SCAN jobs USING COVERING INDEX jobs_claim/, counts);
-    assert.match(counts, /SCAN l USING (COVERING )?INDEX leases_(expiry|worker)/, counts);
-    assert.match(counts, /SEARCH j USING INTEGER PRIMARY KEY/, counts);
+    assert.match(counts, /SCAN jobs USING INDEX jobs_lease_expiry/, counts);
     assert.match(counts, /USING (COVERING )?INDEX jobs_awaiting_approval/, counts);
-    assert.doesNotMatch(counts, /SCAN (jobs|j|l)\b(?! USING)/, counts);
-    // The reaper's worker pruning: the oldest sightings off workers_last_seen, one lease probe each.
+    assert.doesNotMatch(counts, /SCAN jobs\b(?! USING)/, counts);
+    // The reaper's worker pruning: the oldest sightings off workers_last_seen; the holders of active
+    // leases read once off the covering jobs_lease_expiry (only active leases are in it).
     const prune = plan(QUERIES.pruneWorkers, 0, 100);
     assert.match(prune, /SEARCH w USING (COVERING )?INDEX workers_last_seen \(last_seen_ms<\?\)/, prune);
-    assert.match(prune, /SEARCH l USING (COVERING )?INDEX leases_worker \(worker_id=\?\)/, prune);
-    assert.doesNotMatch(prune, /TEMP B-TREE|\bSCAN\b/, prune);
+    assert.match(prune, /LIST SUBQUERY \d+ \| SCAN jobs USING COVERING INDEX jobs_lease_expiry/, prune);
+    assert.doesNotMatch(prune.replace('SCAN jobs USING COVERING INDEX jobs_lease_expiry', ''), /TEMP B-TREE|\bSCAN\b/, prune);
   } finally {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('sqlite: every lease call finds its lease by id through jobs_lease, the leases moved on from by their primary key', async () => {
+  await withSqlitePlans((plan) => {
+    const id = { lease_id: 'l' };
+    const expected: Array<[keyof typeof QUERIES, unknown[], RegExp]> = [
+      ['getLease', [id], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\).*SEARCH leases USING INDEX sqlite_autoindex_leases_1 \(lease_id=\?\)/],
+      ['leaseJobEnv', [id], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\).*SEARCH l USING INDEX sqlite_autoindex_leases_1 \(lease_id=\?\)/],
+      ['succeedLiveJob', [{ ...id, holder: null, now_ms: 1, outputs: '{}' }], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\)/],
+      ['renewLease', [1, 2, 'l'], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\)/],
+      ['settleLease', ['expired', 'l'], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\)/],
+      ['closeLease', ['cancelled', 'l'], /SEARCH jobs USING INDEX jobs_lease \(lease_id=\?\)/],
+      ['activeLeases', [], /SCAN jobs USING INDEX jobs_lease_expiry/],
+    ];
+    for (const [name, args, re] of expected) {
+      const p = plan(QUERIES[name], ...args);
+      assert.match(p, re, `${name}: ${p}`);
+      assert.doesNotMatch(p.replace('SCAN jobs USING INDEX jobs_lease_expiry', ''), /\bSCAN\b|TEMP B-TREE/, `${name} reads a whole table: ${p}`);
+    }
+  });
 });
 
 test('sqlite: a scheduler pass reads the due workflows off the partial index workflows_next_fire', async () => {

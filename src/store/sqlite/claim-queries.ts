@@ -37,23 +37,27 @@ export const CLAIM_QUERIES = {
       AND (concurrency_group IS NULL OR NOT EXISTS (SELECT 1 FROM jobs g INDEXED BY jobs_job_group
         WHERE g.concurrency_group = jobs.concurrency_group AND g.status IN ('queued', 'running') AND g.status = 'running'))
     ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
-  /** @row_id @now_ms @worker_id @lease_id; no row unless still queued */
+  /**
+   * The job runs under a new lease, kept in its row (migrations.ts version 24). No row unless still
+   * queued. @row_id @now_ms @worker_id @lease_id @ttl_secs @expires_at_ms @token_name
+   */
   startJob: `UPDATE jobs
     SET status = 'running', started_at_ms = @now_ms, finished_at_ms = NULL,
       deadline_ms = CASE WHEN timeout_secs IS NULL THEN NULL ELSE @now_ms + timeout_secs * 1000 END,
-      worker_id = @worker_id, lease_id = @lease_id
+      worker_id = @worker_id, lease_id = @lease_id, lease_ttl_secs = @ttl_secs, lease_granted_at_ms = @now_ms,
+      lease_renewed_at_ms = @now_ms, lease_expires_at_ms = @expires_at_ms, lease_state = 'active', lease_token_name = @token_name
     WHERE row_id = @row_id AND status = 'queued'
     RETURNING *`,
-  /** every LeaseRecord field by name */
-  insertLease: `INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
-      granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
-    VALUES (@lease_id, @job_row_id, @workflow_id, @run_number, @job_id, @attempt, @worker_id, @ttl_secs,
-      @granted_at_ms, @renewed_at_ms, @expires_at_ms, @state, @token_name)`,
   /** As upsertWorker, without answering the row (a claim records its worker on the way). */
   seeWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
     ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms`,
-  /** ? row_id, ? lease_id; back in the queue as it was before the claim (same attempt and ready_at_ms) */
+  /**
+   * ? row_id, ? lease_id; back in the queue as it was before the claim (same attempt and ready_at_ms).
+   * Clearing lease_id moves the (released) lease to `leases` (trigger jobs_lease_moved_on).
+   */
   unclaimJob: `UPDATE jobs
-    SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL, worker_id = NULL, lease_id = NULL
+    SET status = 'queued', started_at_ms = NULL, finished_at_ms = NULL, deadline_ms = NULL, worker_id = NULL, lease_id = NULL,
+      lease_ttl_secs = NULL, lease_granted_at_ms = NULL, lease_renewed_at_ms = NULL, lease_expires_at_ms = NULL,
+      lease_state = NULL, lease_token_name = NULL
     WHERE row_id = ? AND status = 'running' AND lease_id = ?`,
 } as const;

@@ -44,14 +44,15 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
       taken.set(cand.group_key, mine + 1);
     }
     const leaseId = req.lease_ids[claimed.length]!;
-    const row = c.q('startJob').get({ row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId }) as
-      | Row
-      | undefined;
+    const expires = leaseExpiresAt(now, req.ttl_secs);
+    const tokenName = req.token_name ?? null;
+    // The lease is written into the job's row by this one update (migrations.ts version 24).
+    const row = c.q('startJob').get({
+      row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId, ttl_secs: req.ttl_secs, expires_at_ms: expires, token_name: tokenName,
+    }) as Row | undefined;
     if (!row) continue;
     const job = toJob(row);
-    const lease = newLease(job, leaseId, req.worker_id, req.ttl_secs, now, leaseExpiresAt(now, req.ttl_secs), req.token_name ?? null);
-    c.q('insertLease').run(lease);
-    claimed.push({ job, lease });
+    claimed.push({ job, lease: newLease(job, leaseId, req.worker_id, req.ttl_secs, now, expires, tokenName) });
   }
   return claimed;
 }

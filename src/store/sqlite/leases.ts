@@ -1,5 +1,5 @@
 import { endedJob } from '../../domain/conditions.js';
-import { isLeaseExpired, leaseExpiresAt, leaseUsableBy } from '../../domain/lease.js';
+import { leaseExpiresAt } from '../../domain/lease.js';
 import { storableText } from '../../domain/text.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, fitLogPush, logTruncationMarker } from '../../domain/log-budget.js';
 import type { Outputs } from '../../domain/model.js';
@@ -37,21 +37,12 @@ export function heartbeat(c: Conn, leaseId: string, nowMs: number, holder: strin
  */
 export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: number, holder: string | null = null): CompleteOutcome {
   const encoded = JSON.stringify(outputs);
-  // The common case, a live lease, takes one guarded update of the job; anything else (unknown,
-  // settled, cancelled, expired, past its deadline) goes through the full check.
-  const lease = c.q('getLease').get(leaseId) as Row | undefined;
-  let row: Row | undefined;
-  if (
-    lease &&
-    lease.state === 'active' &&
-    !isLeaseExpired(lease.expires_at_ms as number, nowMs) &&
-    leaseUsableBy((lease.token_name as string | null) ?? null, holder)
-  ) {
-    row = c.q('succeedLiveJob').get({ row_id: lease.job_row_id, lease_id: leaseId, now_ms: nowMs, outputs: encoded }) as Row | undefined;
-  }
+  // The common case, a live lease, takes one guarded update of the job, whose row holds the lease and
+  // settles it too (migrations.ts version 24); anything else (unknown, settled, cancelled, expired,
+  // past its deadline, another token's) goes through the full check.
+  let row = c.q('succeedLiveJob').get({ lease_id: leaseId, holder, now_ms: nowMs, outputs: encoded }) as Row | undefined;
   if (row) {
-    c.q('touchWorker').run(lease!.worker_id, nowMs, nowMs);
-    c.q('closeLease').run('completed', leaseId);
+    c.q('touchWorker').run(row.worker_id, nowMs, nowMs);
   } else {
     const check = checkLease(c, leaseId, nowMs, holder);
     if (check.kind === 'cancelled') return { kind: 'cancelled', job: check.job };

@@ -5,7 +5,8 @@ import type Database from 'better-sqlite3';
  * Index notes:
  * - jobs_claim is partial on status = 'queued' and ordered like the claim, so a claim is one index
  *   seek per fitting label set however many jobs are queued, delayed, running or finished.
- * - leases_expiry and jobs_deadline are partial so the reaper only ever touches live rows.
+ * - jobs_lease_expiry (leases_expiry before version 24) and jobs_deadline are partial so the reaper
+ *   only ever touches live rows.
  * - label_sets keeps its implicit rowid as the order of additions (labelSetsSince): rows are never
  *   deleted and writers are serialized, so it grows in commit order.
  */
@@ -505,6 +506,52 @@ CREATE TABLE workflow_calls (
   PRIMARY KEY (caller_id, callee_id)
 ) WITHOUT ROWID;
 CREATE INDEX workflow_calls_callee ON workflow_calls(callee_id, caller_id);
+`,
+  },
+  {
+    version: 24,
+    name: 'leases kept in their job row; the leases table keeps the ones a job moved on from',
+    // docs/performance.md "SQLite: the lease in the job row": a claim and a complete touched the leases
+    // table, its lease_id key and three indexes besides the job's own pages. A job's current lease (the
+    // one jobs.lease_id names: running under it, or ended under it) now lives in the job row, and
+    // `leases` is its history: the lease a job moves on from (a retry, an expiry, a release clears
+    // jobs.lease_id) is copied there by the trigger jobs_lease_moved_on, in the statement that clears it,
+    // so no path can lose one; a late call on it still gets its settled state (SPEC/CONTRACT lease
+    // errors). The row that holds a lease is the one with lease_state set: a re-run's kept job copies
+    // the lease_id of the job it keeps (README "Re-running a run") but holds no lease. jobs_lease finds
+    // rows by lease id: not unique (those copies), and partial on lease_id alone, which no lease call
+    // changes, so that settling a lease (lease_state) leaves its entry unwritten. jobs_lease_expiry
+    // holds only active leases, for the reaper, the running counts and the worker pruning (worker_id:
+    // its covering column).
+    // Existing leases: each job's current one moves into its row; an active one no job runs under any
+    // more is void (what a lease call or the reaper would have made of it: settle.ts checkLease), so
+    // every lease left in `leases` is settled and its expiry and worker indexes go.
+    sql: `
+ALTER TABLE jobs ADD COLUMN lease_ttl_secs INTEGER;
+ALTER TABLE jobs ADD COLUMN lease_granted_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN lease_renewed_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN lease_expires_at_ms INTEGER;
+ALTER TABLE jobs ADD COLUMN lease_state TEXT;
+ALTER TABLE jobs ADD COLUMN lease_token_name TEXT;
+UPDATE jobs SET (lease_ttl_secs, lease_granted_at_ms, lease_renewed_at_ms, lease_expires_at_ms, lease_state, lease_token_name) = (
+    SELECT l.ttl_secs, l.granted_at_ms, l.renewed_at_ms, l.expires_at_ms, l.state, l.token_name FROM leases l
+    WHERE l.lease_id = jobs.lease_id AND l.job_row_id = jobs.row_id)
+  WHERE lease_id IS NOT NULL;
+DELETE FROM leases WHERE lease_id IN (SELECT lease_id FROM jobs WHERE lease_state IS NOT NULL);
+UPDATE leases SET state = 'expired' WHERE state = 'active';
+DROP INDEX leases_expiry;
+DROP INDEX leases_worker;
+CREATE INDEX jobs_lease ON jobs(lease_id) WHERE lease_id IS NOT NULL;
+CREATE INDEX jobs_lease_expiry ON jobs(lease_expires_at_ms, worker_id) WHERE lease_state = 'active';
+CREATE TRIGGER jobs_lease_moved_on AFTER UPDATE OF lease_id ON jobs
+  WHEN OLD.lease_state IS NOT NULL AND OLD.lease_id IS NOT NULL AND OLD.lease_id IS NOT NEW.lease_id
+BEGIN
+  INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs, granted_at_ms,
+      renewed_at_ms, expires_at_ms, state, token_name)
+    VALUES (OLD.lease_id, OLD.row_id, OLD.workflow_id, OLD.run_number, OLD.job_id, OLD.attempt, OLD.worker_id,
+      OLD.lease_ttl_secs, OLD.lease_granted_at_ms, OLD.lease_renewed_at_ms, OLD.lease_expires_at_ms,
+      CASE WHEN OLD.lease_state = 'active' THEN 'expired' ELSE OLD.lease_state END, OLD.lease_token_name);
+END;
 `,
   },
 ];

@@ -1,3 +1,5 @@
+import { LEASE_COLUMNS, LEASE_OF_JOB } from './lease-queries.js';
+
 /**
  * The SQLite store's reads (reads.ts), each run inside one snapshot. Part of QUERIES (queries.ts);
  * the parameters of each statement are listed above it.
@@ -40,20 +42,25 @@ export const READ_QUERIES = {
   getJob: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
   /** ? row_id */
   getJobByRowId: `SELECT * FROM jobs WHERE row_id = ?`,
-  /** ? lease_id */
-  getLease: `SELECT * FROM leases WHERE lease_id = ?`,
-  /** no parameters */
-  activeLeases: `SELECT * FROM leases WHERE state = 'active'`,
+  /**
+   * A lease by id: the one in the row of the job holding it (through jobs_lease; a re-run's kept job
+   * names it too, without lease_state), else one its job moved on from (`leases`' primary key), read
+   * only when the first finds none. @lease_id
+   */
+  getLease: `SELECT ${LEASE_OF_JOB} FROM jobs WHERE lease_id = @lease_id AND lease_state IS NOT NULL
+    UNION ALL SELECT ${LEASE_COLUMNS} FROM leases WHERE lease_id = @lease_id
+    LIMIT 1`,
+  /** Through the partial index jobs_lease_expiry: every active lease is in its job's row. No parameters. */
+  activeLeases: `SELECT ${LEASE_OF_JOB} FROM jobs WHERE lease_state = 'active'`,
   /**
    * Queued jobs per label key (a covering read of jobs_claim), then running ones: a running job holds
-   * an active lease, so they are reached through leases_expiry and the jobs' primary key, never a pass
-   * over finished jobs; jobs awaiting approval last, through jobs_awaiting_approval (README
+   * an active lease, so they are reached through jobs_lease_expiry and the jobs' primary key, never a
+   * pass over finished jobs; jobs awaiting approval last, through jobs_awaiting_approval (README
    * "Approvals"). No parameters.
    */
   activeJobCounts: `SELECT 'queued' AS status, label_key, count(*) AS count FROM jobs WHERE status = 'queued' GROUP BY label_key
     UNION ALL
-    SELECT 'running', j.label_key, count(*) FROM leases l JOIN jobs j ON j.row_id = l.job_row_id
-      WHERE l.state = 'active' AND j.status = 'running' AND j.lease_id = l.lease_id GROUP BY j.label_key
+    SELECT 'running', label_key, count(*) FROM jobs WHERE lease_state = 'active' AND status = 'running' GROUP BY label_key
     UNION ALL
     SELECT 'awaiting_approval', label_key, count(*) FROM jobs WHERE status = 'awaiting_approval' GROUP BY label_key`,
   /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? after_sequence (-1: all), ? limit (-1: no limit) */

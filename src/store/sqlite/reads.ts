@@ -57,7 +57,7 @@ export function makeReads(c: Conn): StoreReads {
       return row ? toJob(row) : null;
     },
     getLease: async (leaseId) => {
-      const row = c.q('getLease').get(leaseId) as Row | undefined;
+      const row = c.q('getLease').get({ lease_id: leaseId }) as Row | undefined;
       return row ? toLease(row) : null;
     },
     activeLeases: async () => (c.q('activeLeases').all() as Row[]).map(toLease),

@@ -15,8 +15,13 @@ export const SECRET_QUERIES = {
   listSecrets: `SELECT scope, name, key_id, updated_at_ms, updated_by FROM secrets ORDER BY scope, name`,
   /** ? workflow_id, ? names (JSON list) */
   getSecrets: `SELECT * FROM secrets WHERE scope IN ('', ?) AND name IN (SELECT value FROM json_each(?))`,
-  /** The job of a lease, for the secrets its env names. ? lease_id */
-  leaseJobEnv: `SELECT j.workflow_id, j.env FROM leases l JOIN jobs j ON j.row_id = l.job_row_id WHERE l.lease_id = ?`,
+  /**
+   * The job of a lease, for the secrets its env names: the job whose row holds it (jobs_lease), else
+   * the job of one moved on from (`leases`). @lease_id
+   */
+  leaseJobEnv: `SELECT workflow_id, env FROM jobs WHERE lease_id = @lease_id AND lease_state IS NOT NULL
+    UNION ALL SELECT j.workflow_id, j.env FROM leases l JOIN jobs j ON j.row_id = l.job_row_id WHERE l.lease_id = @lease_id
+    LIMIT 1`,
   secretKeyIds: `SELECT DISTINCT key_id FROM secrets ORDER BY key_id`,
   /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? sequence */
   logChunkBefore: `SELECT * FROM log_chunks

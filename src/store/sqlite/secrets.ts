@@ -25,7 +25,7 @@ export function rewriteLogChunk(c: Conn, key: LogChunkKey, expected: string, dat
 export function secretReads(c: Conn): Pick<StoreReads, 'listSecrets' | 'getSecrets' | 'secretKeyIds' | 'leaseJobEnv' | 'logChunkBefore'> {
   return {
     leaseJobEnv: async (leaseId) => {
-      const row = c.q('leaseJobEnv').get(leaseId) as Row | undefined;
+      const row = c.q('leaseJobEnv').get({ lease_id: leaseId }) as Row | undefined;
       return row ? { workflow_id: row.workflow_id as string, env: JSON.parse(row.env as string) as Record<string, string> } : null;
     },
     listSecrets: async () => (c.q('listSecrets').all() as Row[]).map(toSecretInfo),

@@ -215,7 +215,7 @@ export type LeaseCheck =
  * with another token than the claim (`holder`, see leaseUsableBy): that one changes nothing at all.
  */
 export function checkLease(c: Conn, leaseId: string, nowMs: number, holder: string | null): LeaseCheck {
-  const row = c.q('getLease').get(leaseId) as Row | undefined;
+  const row = c.q('getLease').get({ lease_id: leaseId }) as Row | undefined;
   if (!row) return { kind: 'not_found' };
   const lease = toLease(row);
   if (!leaseUsableBy(lease.token_name, holder)) return { kind: 'not_yours', token_name: lease.token_name! };
