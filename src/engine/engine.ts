@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
-import { DEFAULT_LEASE_TTL_SECS } from '../domain/lease.js';
+import { DEFAULT_LEASE_TTL_SECS, newLeaseId } from '../domain/lease.js';
 import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
 import type { WorkflowDefinition } from '../domain/model.js';
 import { WeftError } from '../protocol/errors.js';
@@ -362,7 +362,7 @@ export class Engine extends EngineReads {
       label_keys: keys,
       ttl_secs: ask.lease_ttl_secs ?? DEFAULT_LEASE_TTL_SECS,
       max: ask.max,
-      lease_ids: Array.from({ length: ask.max }, () => randomUUID()),
+      lease_ids: Array.from({ length: ask.max }, () => newLeaseId(now, randomUUID)),
       now_ms: now,
       token_name: ask.token_name ?? null,
     });

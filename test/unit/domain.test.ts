@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { backoffToWire, retryDelayMs } from '../../src/domain/backoff.js';
 import { dependentsOf } from '../../src/domain/dag.js';
 import { runStateFromCounts } from '../../src/domain/run-state.js';
 import { planFailure } from '../../src/domain/retry.js';
 import { isSubset, labelKey, normalizeLabels } from '../../src/domain/labels.js';
-import { isLeaseExpired, leaseExpiresAt } from '../../src/domain/lease.js';
+import { isLeaseExpired, leaseExpiresAt, newLeaseId } from '../../src/domain/lease.js';
 
 test('backoff None retries immediately', () => {
   assert.equal(retryDelayMs({ kind: 'none' }, 1), 0);
@@ -88,4 +89,17 @@ test('run state: running while any job can move; then cancelled over failed over
   assert.equal(runStateFromCounts({ unfinished: 0, failed: 0, cancelled: 0 }), 'success');
   assert.equal(runStateFromCounts({ unfinished: 0, failed: 2, cancelled: 0 }), 'failed');
   assert.equal(runStateFromCounts({ unfinished: 0, failed: 2, cancelled: 1 }), 'cancelled');
+});
+
+test('a new lease id is a version 7 UUID: time-ordered across milliseconds, random within one', () => {
+  const { randomUUID } = crypto;
+  const at = 1_764_000_000_123;
+  const a = newLeaseId(at, randomUUID);
+  const b = newLeaseId(at, randomUUID);
+  const later = newLeaseId(at + 1, randomUUID);
+  for (const id of [a, b, later]) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.notEqual(a, b, 'two ids of the same millisecond differ');
+  assert.equal(a.slice(0, 13), b.slice(0, 13), 'ids of one millisecond share their time prefix');
+  assert.ok(a < later && b < later, 'an id of a later millisecond sorts after');
+  assert.equal(parseInt(a.slice(0, 8) + a.slice(9, 13), 16), at, 'the first 48 bits are the time in ms');
 });
