@@ -79,10 +79,12 @@ function completer(sql: Sql): Coalescer<CompleteCall, Guarded> {
 }
 
 /**
- * completeJob statements out at once per store: enough that a statement is being written while
- * another waits on its commit, few enough that completes arriving meanwhile gather.
+ * completeJob statements out at once per store: one, so that every complete arriving while it is out
+ * goes in the next (docs/performance.md "PostgreSQL"). Its locks are those of one complete times the
+ * batch, held for one statement: a lease or a join row another server holds is released at that
+ * server's next commit.
  */
-const COMPLETES_IN_FLIGHT = 2;
+const COMPLETES_IN_FLIGHT = 1;
 
 /**
  * The common case, live leases, is one statement in a transaction of its own (QUERIES.completeJob),
