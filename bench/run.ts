@@ -127,6 +127,8 @@ function finishThroughput(st: ThroughputRowState, s: Settings): void {
         : `only ${done} of ${s.jobs.toLocaleString('en')} jobs done`,
     );
   }
+  const xacts = reps.flatMap((r) => (r.pg_transactions_per_job != null ? [r.pg_transactions_per_job] : []));
+  if (xacts.length) notes.push(`PostgreSQL transactions per job ${round(median(xacts), 2)}`);
   if (st.failures.length) notes.push(`${st.failures.length} repetition(s) failed: ${st.failures.join('; ')}`);
   const cpu = pgCpuNote(reps.map((r) => r.pg_cpu));
   if (cpu) notes.push(cpu);

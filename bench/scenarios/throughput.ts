@@ -7,6 +7,8 @@
 import { api, seedRootJobs } from '../lib/api.js';
 import { freshStore, freshWeft, type FreshServer } from '../lib/fresh.js';
 import { databaseOf, PgCpuSampler, type PgCpuOutcome } from '../lib/pgcpu.js';
+import { transactions } from '../lib/pg-load.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Loadgens, readMemory, startCeiling, type ServerHandle } from '../lib/procs.js';
 import type { LoadgenConfig, LoadgenResult, LoopMode } from '../lib/protocol.js';
 import type { Settings, StoreKind } from '../lib/settings.js';
@@ -42,6 +44,8 @@ export interface ThroughputRep {
   claims_per_request?: { requests: number; mean: number | null; max: number };
   /** PostgreSQL: the backends' CPU over the measured drain (bench/lib/pgcpu.ts), per completed job. */
   pg_cpu?: PgCpuOutcome;
+  /** PostgreSQL: the database's transactions over the measured drain, per completed job (bench/lib/pg-load.ts). */
+  pg_transactions_per_job?: number | null;
 }
 
 export type RepOutcome = { kind: 'ok'; rep: ThroughputRep } | { kind: 'unsupported'; note: string };
@@ -128,6 +132,7 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
   let loadgens: Loadgens | null = null;
   let sampler: PgCpuSampler | null = null;
   let database: string | null = null;
+  let pgUrl: string | null = null;
   try {
     let seedMs: number | null = null;
     const warmupPerLoop = Math.ceil(s.warmupJobs / (s.loadgenProcesses * s.loopsPerProcess));
@@ -137,7 +142,10 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
       fresh = { server, extra: [], close: () => server.stop() };
     } else {
       const store = await freshStore(target);
-      if (target === 'postgres') database = databaseOf(store.url);
+      if (target === 'postgres') {
+        database = databaseOf(store.url);
+        pgUrl = store.url;
+      }
       fresh = await freshWeft(store, servers);
       if (mode === 'batch') {
         const missing = await probeBatch(fresh.server.origin, s);
@@ -157,6 +165,12 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
             loops: Math.floor((s.loadgenProcesses * s.loopsPerProcess) / (extra.length + 1)),
           }));
     loadgens = await Loadgens.start(configs);
+    let xactsBefore: number | null = null;
+    if (pgUrl) {
+      // Idle backends report their transaction counts within a second: let the warm-up's arrive first.
+      await sleep(1500);
+      xactsBefore = await transactions(pgUrl);
+    }
     // Started after the warm-up (Loadgens.start returns once it is done), so only the measured drain counts.
     if (database) sampler = await PgCpuSampler.start(database);
     const results = await loadgens.go(s.repSecs * 1000);
@@ -170,6 +184,13 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
       if (health?.event_loop_delay_ms) rep.server_event_loop_delay_ms = health.event_loop_delay_ms;
     }
     if (rep.errors + rep.warmup_errors > 0) rep.server_log_tail = logTail(fresh.server);
+    if (pgUrl && xactsBefore !== null && rep.completed > 0) {
+      // Every server stopped, their backends have exited and reported their last counts.
+      await loadgens.close();
+      await Promise.all([fresh.server, ...fresh.extra].map((srv) => srv.stop()));
+      const xacts = await transactions(pgUrl, true);
+      rep.pg_transactions_per_job = xacts === null ? null : round((xacts - xactsBefore) / rep.completed, 2);
+    }
     return { kind: 'ok', rep };
   } finally {
     if (sampler) await sampler.stop(0).catch(() => {});

@@ -10,6 +10,7 @@ import { ChildActor, inProcessActor, startSoon, type Actor } from './actors.js';
 import type { Case, ConformanceOptions, StoreHandle } from './conformance.js';
 import { buildJobs, HASH, labelSetsOf } from './fixtures.js';
 import { finishedRun } from './conformance-retention.js';
+import { claimCompleteFlood } from './conformance-together.js';
 import { cancelVersusComplete, claimRace, claimVersusCancel, completeVersusExpiry, doubleComplete, joinRace, type Instant } from './races.js';
 
 const RACE_TIMEOUT = 120_000;
@@ -31,6 +32,10 @@ export function concurrencyCases(withStore: Case, opts: ConformanceOptions): voi
     withStore('64 concurrent claims on 10 jobs hand each job out exactly once', async (store, h) => {
       await withActors(h, 2, (actors) => claimRace(store, actors, together));
     });
+
+    withStore('120 claims of 1 to 3 jobs from two stores at once on 150 jobs, then their completes: each job once, each answer its own', async (store, h) => {
+      await withActors(h, 2, (actors) => claimCompleteFlood(store, actors, together));
+    }, { timeout: RACE_TIMEOUT });
 
     withStore(`siblings of a join complete at the same instant, ${opts.joinRaces} joins: each queued once, every run settles`, async (store, h) => {
       await withActors(h, 2, (actors) => joinRace(store, actors, opts.joinRaces, together));
@@ -139,6 +144,10 @@ export function concurrencyCases(withStore: Case, opts: ConformanceOptions): voi
 
     withChildren('64 concurrent claims from 3 processes on 10 jobs hand each job out exactly once', 3, (store, actors) =>
       claimRace(store, actors, acrossProcesses),
+    );
+
+    withChildren('120 claims of 1 to 3 jobs from 3 processes at once on 150 jobs, then their completes: each job once, each answer its own', 3, (store, actors) =>
+      claimCompleteFlood(store, actors, acrossProcesses),
     );
 
     const n = Math.min(opts.joinRaces, 100);

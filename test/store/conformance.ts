@@ -25,6 +25,7 @@ import { fanOutCases, fanOutRaceCases, matrixCases, matrixRaceCases } from './co
 import { concurrentRunCases, queuedStartRace, scheduledConcurrentRunCases } from './conformance-concurrent-runs.js';
 import { deliveryRace, triggerCases } from './conformance-triggers.js';
 import { callCases, callRaces } from './conformance-calls.js';
+import { togetherCases } from './conformance-together.js';
 
 /** Where a child process finds the same database. */
 export type ChildTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
@@ -65,6 +66,7 @@ export function storeConformance(name: string, factory: StoreFactory, opts: Conf
     describe('workflows and runs', () => runCases(withStore));
     describe('claim', () => claimCases(withStore));
     describe('lease calls', () => leaseCases(withStore));
+    describe('claims and completes arriving together', () => togetherCases(withStore));
     describe('reaper, logs, workers, reads', () => reaperAndLogCases(withStore));
     describe('retention and deleting workflows', () => retentionCases(withStore));
     describe('artifacts', () => artifactCases(withStore));

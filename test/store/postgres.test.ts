@@ -69,8 +69,10 @@ storeConformance(
 
 /** Parameters of the EXPLAINed statements, as their comments in queries.ts list them. */
 const CLAIM_PARAMS = [['', '["gpu"]'], 0, 8]; // label keys, now, per-key limit
-// keys, now, max, lease ids, worker id, worker labels (JSON), ttl, expiry
-const CLAIM_STATEMENT_PARAMS = [['', '["gpu"]'], 0, 2, ['l1', 'l2'], 'wk', '[]', 30, 30_000, 'tok'];
+// keys, now, slots; per slot: lease id, worker id, ttl, expiry, token, now; per worker: id, labels (JSON), now
+const CLAIM_STATEMENT_PARAMS = [
+  ['', '["gpu"]'], 0, 2, ['l1', 'l2'], ['wk', 'wk'], [30, 30], [30_000, 30_000], ['tok', 'tok'], [0, 0], ['wk'], ['[]'], [0],
+];
 const EXPIRY_PARAMS = [0, 100]; // now, limit
 const TIMEOUT_PARAMS = [0, 100]; // now, limit
 

@@ -27,37 +27,53 @@ const CLAIM_CANDIDATES = `SELECT c.row_id, c.priority, c.ready_at_ms FROM unnest
 
 /**
  * The part every claim shares, after a `pick` of (row_id, n): each picked job becomes running under
- * the n-th of the given lease ids (`taken`), and its lease is recorded (`granted`). Placeholders by
- * role: now, lease ids (text[]), worker id, ttl secs, lease expiry, the claim's token name (or NULL).
+ * the n-th of the given lease ids (`taken`), and its lease is recorded (`granted`). Each placeholder
+ * is an expression of the row's `n` (`at(alias)`), so that the n-th job of a coalesced claim takes the
+ * n-th slot's claimer (see QUERIES.claim): now, lease id, worker id, ttl secs, lease expiry, the
+ * claim's token name (or NULL).
  */
-const grantLeases = (p: { now: string; leaseIds: string; worker: string; ttl: string; expires: string; token: string }) => `taken AS (
-      UPDATE jobs j SET status = 'running', started_at_ms = ${p.now}::bigint, finished_at_ms = NULL,
-        deadline_ms = CASE WHEN j.timeout_secs IS NULL THEN NULL ELSE ${p.now}::bigint + j.timeout_secs::bigint * 1000 END,
-        worker_id = ${p.worker}, lease_id = (${p.leaseIds}::text[])[p.n]
+type At = (alias: string) => string;
+const grantLeases = (p: { now: At; leaseId: At; worker: At; ttl: At; expires: At; token: At }) => `taken AS (
+      UPDATE jobs j SET status = 'running', started_at_ms = ${p.now('p')}, finished_at_ms = NULL,
+        deadline_ms = CASE WHEN j.timeout_secs IS NULL THEN NULL ELSE ${p.now('p')} + j.timeout_secs::bigint * 1000 END,
+        worker_id = ${p.worker('p')}, lease_id = ${p.leaseId('p')}
       FROM pick p WHERE j.row_id = p.row_id
       RETURNING j.*, p.n
     ), granted AS (
       INSERT INTO leases (lease_id, job_row_id, workflow_id, run_number, job_id, attempt, worker_id, ttl_secs,
         granted_at_ms, renewed_at_ms, expires_at_ms, state, token_name)
-      SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, ${p.worker}, ${p.ttl}::int,
-        ${p.now}::bigint, ${p.now}::bigint, ${p.expires}::bigint, 'active', ${p.token}::text
+      SELECT t.lease_id, t.row_id, t.workflow_id, t.run_number, t.job_id, t.attempt, ${p.worker('t')}, ${p.ttl('t')},
+        ${p.now('t')}, ${p.now('t')}, ${p.expires('t')}, 'active', ${p.token('t')}
       FROM taken t
     )`;
+
+/** The same value for every job of the claim: a scalar parameter. */
+const one = (param: string, type: string): At => () => `${param}::${type}`;
+/** The n-th job's own value: the n-th element of an array parameter. */
+const nth = (param: string, type: string): At => (alias) => `(${param}::${type}[])[${alias}.n]`;
 
 export const CLAIM_QUERIES = {
   claimCandidates: CLAIM_CANDIDATES,
   /**
-   * The whole claim in one statement: the first `max` of the locked candidates in claim order become running under a
-   * fresh lease each, and the worker is recorded (its row last: the unreferenced CTE runs after the rest).
-   * $1..$3 as claimCandidates ($3 = max), $4 lease ids (text[], the i-th claimed job takes the i-th),
-   * $5 worker id, $6 worker labels (JSON), $7 ttl secs, $8 lease expiry, $9 the claim's token name (or NULL).
+   * The whole claim in one statement, for one claim or for several with the same label keys that
+   * arrived together (claim.ts, coalesce.ts): the first $3 of the locked candidates in claim order
+   * become running under a fresh lease each, and the workers are recorded (their rows last: the
+   * unreferenced CTE runs after the rest). Each claimer has a run of consecutive slots, as many as it
+   * asked for, so the n-th job taken is the n-th slot's: its lease id, worker, ttl, expiry, token and
+   * time. With fewer jobs than slots the later claimers get fewer, as if they had come later.
+   * $1..$3 as claimCandidates ($2 the earliest claimer's now, $3 = slots), per slot: $4 lease id,
+   * $5 worker id, $6 ttl secs (int[]), $7 lease expiry (bigint[]), $8 token name (or NULL), $9 now
+   * (bigint[]); per distinct worker, in worker_id order (the lock order of their rows): $10 worker id,
+   * $11 labels (JSON text), $12 now (bigint[]).
    */
   claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
     ), pick AS (
       SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
       ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int
-    ), ${grantLeases({ now: '$2', leaseIds: '$4', worker: '$5', ttl: '$7', expires: '$8', token: '$9' })}, seen AS (
-      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES ($5, $6, $2::bigint, $2::bigint)
+    ), ${grantLeases({ now: nth('$9', 'bigint'), leaseId: nth('$4', 'text'), worker: nth('$5', 'text'), ttl: nth('$6', 'int'), expires: nth('$7', 'bigint'), token: nth('$8', 'text') })}, seen AS (
+      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
+      SELECT w.worker_id, w.labels, w.now_ms, w.now_ms FROM unnest($10::text[], $11::text[], $12::bigint[]) AS w(worker_id, labels, now_ms)
+      ORDER BY w.worker_id
       ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
     )
     SELECT * FROM taken ORDER BY n`,
@@ -114,7 +130,7 @@ export const CLAIM_QUERIES = {
       FOR UPDATE SKIP LOCKED
     ), pick AS (
       SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
-    ), ${grantLeases({ now: '$5', leaseIds: '$7', worker: '$8', ttl: '$9', expires: '$10', token: '$11' })}
+    ), ${grantLeases({ now: one('$5', 'bigint'), leaseId: nth('$7', 'text'), worker: one('$8', 'text'), ttl: one('$9', 'int'), expires: one('$10', 'bigint'), token: one('$11', 'text') })}
     SELECT * FROM taken ORDER BY n`,
   /** Whether a job of the group runs. $1 group. */
   jobGroupBusy: `SELECT EXISTS (SELECT 1 FROM jobs WHERE concurrency_group = $1 AND status = 'running') AS busy`,
@@ -131,6 +147,6 @@ export const CLAIM_QUERIES = {
    * first is taken), $4 worker id, $5 ttl, $6 lease expiry, $7 token name.
    */
   claimJobOfGroup: `WITH pick AS (SELECT $1::bigint AS row_id, 1 AS n),
-    ${grantLeases({ now: '$2', leaseIds: '$3', worker: '$4', ttl: '$5', expires: '$6', token: '$7' })}
+    ${grantLeases({ now: one('$2', 'bigint'), leaseId: nth('$3', 'text'), worker: one('$4', 'text'), ttl: one('$5', 'int'), expires: one('$6', 'bigint'), token: one('$7', 'text') })}
     SELECT * FROM taken`,
 } as const;

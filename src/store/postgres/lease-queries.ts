@@ -95,62 +95,86 @@ export const LEASE_QUERIES = {
   /** A lease call that must decide: the lease locked, with its job. $1 lease id. */
   lockLease: `${LEASE_WITH_JOB} WHERE l.lease_id = $1 FOR UPDATE OF l`,
   /**
-   * Completes the job of a live lease in one statement, which runs as its own transaction, so no lock
-   * is held across a round trip: lease completed, job success, each pending direct dependent's
-   * pending_needs decremented (rows locked in row order first) and those reaching 0 queued; the worker
-   * is recorded as seen (its row last). The run row is not touched: every completion of a run would
-   * queue on it. The run is settled after COMMIT instead (runOpenOfLease, settleRunIfOver). No row:
-   * the guard failed (leases.ts then looks closer).
+   * Completes the jobs of live leases in one statement, which runs as its own transaction, so no lock
+   * is held across a round trip: one lease, or several whose completes arrived together (leases.ts,
+   * coalesce.ts; docs/performance.md "PostgreSQL"). Each lease is guarded on its own: one that fails
+   * its guard is left out (no row for it; leases.ts then looks closer) and the others complete.
+   * Leases are locked first, in lease_id order (two statements sharing leases never wait for each
+   * other in turn); per lease: lease completed, job success, each pending direct dependent's
+   * pending_needs decremented (rows locked in row order first) and those reaching 0 queued; the
+   * workers are recorded as seen (their rows last, in worker_id order). The run row is not touched:
+   * every completion of a run would queue on it. The run is settled after COMMIT instead
+   * (runsOpenOfLeases, settleRunIfOver). Each row answers the call of its `call_n`.
    *
    * Upstream outputs travel with the decrement: a dependent's row is locked and re-read at its newest
    * version, so each need adds its own outputs there as it completes (whatever the statements'
    * snapshots; kept as JSON text, so their keys keep their order), and the need that queues the
    * dependent assembles them in `needs` order; a need found in none
    * (completed before upstream outputs travelled this way) is read from its row, long committed.
+   * Needs of one dependent completing in the same statement arrive together (`arriving`): the
+   * dependent is decremented once by their number, and counted as enqueued by the last of them only.
    *
    * Only for a job whose end cannot skip anything below it (no conditional dependent, no failure
    * above it): otherwise the guard fails and leases.ts takes the general way (succeedJob).
-   * $1 lease id, $2 outputs (JSON), $3 now, $4 the call's token name (or NULL).
+   * Per call, lease ids distinct: $1 lease id, $2 outputs (JSON text), $3 now (bigint[]), $4 the
+   * call's token name (or NULL).
    */
-  completeJob: `WITH lease AS (
+  completeJob: `WITH c AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS c(lease_id, outputs, now_ms, holder, call_n)
+    ), locked AS (
+      SELECT l.lease_id FROM leases l WHERE l.lease_id IN (SELECT lease_id FROM c) AND l.state = 'active'
+      ORDER BY l.lease_id FOR UPDATE
+    ), lease AS (
       UPDATE leases l SET state = 'completed'
-      FROM jobs j
-      WHERE l.lease_id = $1 AND l.state = 'active' AND $3::bigint <= l.expires_at_ms AND ${usableBy('l', '$4')}
+      FROM locked, c, jobs j
+      WHERE l.lease_id = locked.lease_id AND c.lease_id = l.lease_id
+        AND l.state = 'active' AND c.now_ms <= l.expires_at_ms AND ${usableBy('l', 'c.holder')}
         AND j.row_id = l.job_row_id AND j.status = 'running' AND j.lease_id = l.lease_id
-        AND (j.deadline_ms IS NULL OR $3::bigint <= j.deadline_ms)
+        AND (j.deadline_ms IS NULL OR c.now_ms <= j.deadline_ms)
         AND j.conditional_dependents = 0 AND j.failed_upstream = 0
-      RETURNING l.job_row_id
+      RETURNING l.job_row_id, c.outputs, c.now_ms, c.call_n
     ), done AS (
-      UPDATE jobs j SET status = 'success', outputs = $2::text, finished_at_ms = $3::bigint, deadline_ms = NULL, error = NULL
+      UPDATE jobs j SET status = 'success', outputs = lease.outputs, finished_at_ms = lease.now_ms, deadline_ms = NULL, error = NULL
       FROM lease WHERE j.row_id = lease.job_row_id
-      RETURNING j.*
+      RETURNING j.*, lease.call_n
     ), below AS (
-      SELECT d.row_id FROM done
+      SELECT d.row_id, done.job_id AS need, done.outputs, done.finished_at_ms AS now_ms, done.call_n FROM done
       CROSS JOIN LATERAL json_array_elements_text(done.dependents::json) AS e(job_id)
       JOIN jobs d ON d.workflow_id = done.workflow_id AND d.run_number = done.run_number AND d.job_id = e.job_id
       WHERE d.status = 'pending'
       ORDER BY d.row_id FOR UPDATE OF d
+    ), arriving AS (
+      SELECT row_id, count(*)::int AS k, jsonb_object_agg(need, outputs) AS added, max(now_ms) AS now_ms, max(call_n) AS last_n
+      FROM below GROUP BY row_id
     ), unblocked AS (
-      UPDATE jobs d SET pending_needs = d.pending_needs - 1,
-        status = CASE WHEN d.pending_needs = 1 THEN 'queued' ELSE d.status END,
-        enqueued_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.enqueued_at_ms END,
-        ready_at_ms = CASE WHEN d.pending_needs = 1 THEN $3::bigint ELSE d.ready_at_ms END,
-        delayed_until_ms = CASE WHEN d.pending_needs = 1 THEN 0 ELSE d.delayed_until_ms END,
-        upstream_outputs = CASE WHEN d.pending_needs = 1 THEN (
+      UPDATE jobs d SET pending_needs = d.pending_needs - a.k,
+        status = CASE WHEN d.pending_needs = a.k THEN 'queued' ELSE d.status END,
+        enqueued_at_ms = CASE WHEN d.pending_needs = a.k THEN a.now_ms ELSE d.enqueued_at_ms END,
+        ready_at_ms = CASE WHEN d.pending_needs = a.k THEN a.now_ms ELSE d.ready_at_ms END,
+        delayed_until_ms = CASE WHEN d.pending_needs = a.k THEN 0 ELSE d.delayed_until_ms END,
+        upstream_outputs = CASE WHEN d.pending_needs = a.k THEN (
             SELECT COALESCE(json_object_agg(n.job_id, COALESCE(
-                CASE WHEN n.job_id = done.job_id THEN $2::text END,
+                a.added ->> n.job_id,
                 d.upstream_outputs::jsonb ->> n.job_id,
                 (SELECT u.outputs FROM jobs u
                   WHERE u.workflow_id = d.workflow_id AND u.run_number = d.run_number AND u.job_id = n.job_id),
                 '{}')::json ORDER BY n.ord), '{}'::json)::text
             FROM json_array_elements_text(d.needs::json) WITH ORDINALITY AS n(job_id, ord))
-          ELSE (d.upstream_outputs::jsonb || jsonb_build_object(done.job_id, $2::text))::text END
-      FROM below, done WHERE d.row_id = below.row_id
-      RETURNING d.row_id, d.job_id, d.status
-    ), seen AS (${touchWorkerOf('$1', '$3::bigint', '$4')})
+          ELSE (d.upstream_outputs::jsonb || a.added)::text END
+      FROM arriving a WHERE d.row_id = a.row_id
+      RETURNING d.row_id, d.job_id, d.status, a.last_n
+    ), seen AS (
+      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
+      SELECT s.worker_id, '[]', s.now_ms, s.now_ms FROM (
+        SELECT DISTINCT ON (l.worker_id) l.worker_id, c.now_ms FROM c JOIN leases l ON l.lease_id = c.lease_id
+        WHERE ${usableBy('l', 'c.holder')}
+        ORDER BY l.worker_id, c.now_ms DESC) s
+      ORDER BY s.worker_id
+      ON CONFLICT (worker_id) DO UPDATE SET last_seen_ms = excluded.last_seen_ms
+    )
     SELECT done.*,
       (SELECT COALESCE(json_agg(json_build_object('row_id', u.row_id, 'job_id', u.job_id)), '[]')
-        FROM unblocked u WHERE u.status = 'queued') AS enqueued
+        FROM unblocked u WHERE u.status = 'queued' AND u.last_n = done.call_n) AS enqueued
     FROM done`,
   /** A settled lease whose job needs no change. $1 lease id, $2 state. */
   setLeaseState: `UPDATE leases SET state = $2 WHERE lease_id = $1`,

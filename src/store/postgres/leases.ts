@@ -16,6 +16,7 @@ import { change } from '../changes.js';
 import { applyFailure, checkLease, currentJob, propagateEnd, settleRunIfOver, settleRunsOf, type LockedLease } from './settle.js';
 import { QUERIES } from './queries.js';
 import { pipeline, transaction, writeStatement, type Exec, type Sql } from './tx.js';
+import { Coalescer } from './coalesce.js';
 
 /**
  * The worker protocol's lease calls. Each first tries the guarded statement that does
@@ -45,23 +46,85 @@ export async function heartbeat(sql: Sql, leaseId: string, nowMs: number, holder
   return settleRunsOf(sql, nowMs, outcome);
 }
 
+interface CompleteCall {
+  leaseId: string;
+  encoded: string;
+  nowMs: number;
+  holder: string | null;
+}
+
+/** What the one statement decided for a call: its row, or null when the guard failed. */
+type Guarded = Row | null;
+
 /**
- * The common case, a live lease, is one statement in a transaction of its own (QUERIES.completeJob),
- * with the check whether its run is over right behind it in the same round trip; no lock is held
- * across a round trip. Only when its guard fails does a transaction lock the lease and look closer.
+ * Completes that arrive together share one completeJob statement (coalesce.ts): those of a
+ * report-batch, and single completes from many workers at once.
  */
+const completers = new WeakMap<Sql, Coalescer<CompleteCall, Guarded>>();
+
+/** How many completes one statement carries at most. */
+const COMPLETES_PER_STATEMENT = 256;
+
+function completer(sql: Sql): Coalescer<CompleteCall, Guarded> {
+  let c = completers.get(sql);
+  if (!c) {
+    c = new Coalescer((batch) => completeTogether(sql, batch), {
+      maxInFlight: COMPLETES_IN_FLIGHT,
+      maxWeight: COMPLETES_PER_STATEMENT,
+      weight: () => 1,
+    });
+    completers.set(sql, c);
+  }
+  return c;
+}
+
+/**
+ * completeJob statements out at once per store: one, so that every complete arriving while it is out
+ * goes in the next (docs/performance.md "PostgreSQL"). Its locks are those of one complete times the
+ * batch, held for one statement: a lease or a join row another server holds is released at that
+ * server's next commit.
+ */
+const COMPLETES_IN_FLIGHT = 1;
+
+/**
+ * The common case, live leases, is one statement in a transaction of its own (QUERIES.completeJob),
+ * with the check whether their runs are over right behind it in the same round trip; no lock is held
+ * across a round trip. A run found over is settled once for all its completes here. A lease given
+ * twice in one batch goes once; its repeats go after, alone, and so find it settled.
+ */
+async function completeTogether(sql: Sql, batch: readonly CompleteCall[]): Promise<Guarded[]> {
+  const first = new Map<string, number>();
+  batch.forEach((c, i) => {
+    if (!first.has(c.leaseId)) first.set(c.leaseId, i);
+  });
+  const unique = [...first.values()].map((i) => batch[i]!);
+  const ids = unique.map((c) => c.leaseId);
+  const [done, runs] = await pipeline(sql, [
+    [QUERIES.completeJob, [ids, unique.map((c) => c.encoded), unique.map((c) => c.nowMs), unique.map((c) => c.holder)]],
+    [QUERIES.runsOpenOfLeases, [ids]],
+  ]);
+  const rows = new Map<string, Row>();
+  for (const r of done!) rows.set(unique[(r.call_n as number) - 1]!.leaseId, r);
+  const open = new Map(runs!.map((r) => [`${r.run_number as number}/${r.workflow_id as string}`, r.open as boolean]));
+  const over = new Map<string, Row>();
+  for (const r of rows.values()) {
+    const key = `${r.run_number as number}/${r.workflow_id as string}`;
+    if (open.get(key) === false && !over.has(key)) over.set(key, r);
+  }
+  for (const r of over.values()) await settleRunIfOver(sql, r.workflow_id as string, r.run_number as number, r.finished_at_ms as number, false);
+  const answers: Guarded[] = [];
+  for (const [i, c] of batch.entries()) {
+    if (first.get(c.leaseId) === i) answers.push(rows.get(c.leaseId) ?? null);
+    else answers.push((await completeTogether(sql, [c]))[0]!);
+  }
+  return answers;
+}
+
 export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number, holder: string | null): Promise<CompleteOutcome> {
   const encoded = JSON.stringify(outputs);
-  const [done, check] = await pipeline(sql, [
-    [QUERIES.completeJob, [leaseId, encoded, nowMs, holder]],
-    [QUERIES.runOpenOfLease, [leaseId]],
-  ]);
-  const row = done![0];
-  const run = check![0];
-  if (row) {
-    await settleRunIfOver(sql, row.workflow_id as string, row.run_number as number, nowMs, run!.open as boolean);
-    return completed(row);
-  }
+  const row = await completer(sql).submit('complete', { leaseId, encoded, nowMs, holder });
+  if (row) return completed(row);
+  // The guard failed: a transaction locks the lease and looks closer.
   const outcome = await transaction(sql, async (q): Promise<CompleteOutcome> => {
     const v = await checkLease(q, leaseId, nowMs, holder);
     if (v.kind === 'refused') return v.outcome;

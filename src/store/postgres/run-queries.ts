@@ -199,10 +199,13 @@ export const RUN_QUERIES = {
    */
   runOpen: `SELECT EXISTS (SELECT 1 FROM jobs WHERE workflow_id = $1 AND run_number = $2::int
       AND status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open`,
-  /** As runOpen, for the run of a lease, sent right behind that lease's completion. $1 lease id. */
-  runOpenOfLease: `SELECT l.workflow_id, l.run_number, EXISTS (SELECT 1 FROM jobs j
-      WHERE j.workflow_id = l.workflow_id AND j.run_number = l.run_number AND j.status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open
-    FROM leases l WHERE l.lease_id = $1`,
+  /**
+   * As runOpen, for the runs of leases, sent right behind those leases' completion (completeJob): one
+   * row per run. $1 lease ids (text[]).
+   */
+  runsOpenOfLeases: `SELECT r.workflow_id, r.run_number, EXISTS (SELECT 1 FROM jobs j
+      WHERE j.workflow_id = r.workflow_id AND j.run_number = r.run_number AND j.status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open
+    FROM (SELECT DISTINCT l.workflow_id, l.run_number FROM leases l WHERE l.lease_id = ANY($1::text[])) r`,
   /**
    * How a run that has no job left in motion ended, by its jobs: a job a cancel spared counts as
    * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
