@@ -16,7 +16,7 @@ import {
   WorkflowList,
   WorkflowParams,
 } from '../../protocol/wire.js';
-import { documentArrayStream } from '../json-stream.js';
+import { documentArrayStream, sendDocument } from '../json-stream.js';
 import { IGNORED_BODY, NO_BODY } from '../route-docs.js';
 import { absentBodyAsEmpty } from '../validation.js';
 
@@ -207,7 +207,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
         docs: { answers: { 200: { description: 'The status document of the latest run', schema: StatusDocument } }, errors: ['workflow_not_found'] },
       },
     },
-    async (req) => engine.status(req.params.id),
+    // A run of thousands of jobs is megabytes of JSON: written a page of jobs at a time (sendDocument).
+    async (req, reply) => sendDocument(reply, await engine.statusParts(req.params.id)),
   );
 
   api.get(
@@ -221,7 +222,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
         docs: { answers: { 200: { description: 'The status document of the latest run', schema: StatusDocument } }, errors: ['workflow_not_found'] },
       },
     },
-    async (req) => engine.status(req.params.id),
+    // A run of thousands of jobs is megabytes of JSON: written a page of jobs at a time (sendDocument).
+    async (req, reply) => sendDocument(reply, await engine.statusParts(req.params.id)),
   );
 
   api.post(
@@ -249,8 +251,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       preValidation: absentBodyAsEmpty,
     },
     async (req, reply) => {
-      const doc = await engine.run(req.params.id, { inputs: req.body?.inputs, priority: req.body?.priority });
-      return reply.code(202).send(doc);
+      await engine.start(req.params.id, { inputs: req.body?.inputs, priority: req.body?.priority });
+      return sendDocument(reply, await engine.statusParts(req.params.id), 202);
     },
   );
 
