@@ -13,7 +13,7 @@ const JOBS_PER_SLICE = 500;
  * loop between slices, so that a document of tens of thousands of jobs never keeps the server from
  * everything else for longer than one slice's work. The text is JSON.stringify's, key for key.
  */
-async function* documentPieces({ doc, jobPages }: DocumentParts): AsyncGenerator<string> {
+async function* documentPieces({ doc, jobPages }: DocumentParts, extra: Record<string, unknown> = {}): AsyncGenerator<string> {
   const { id, name, trigger, jobs, ...rest } = doc;
   const head = JSON.stringify({ id, name, trigger });
   yield `${head.slice(0, -1)},"jobs":[`;
@@ -34,7 +34,7 @@ async function* documentPieces({ doc, jobPages }: DocumentParts): AsyncGenerator
       await yieldToLoop();
     }
   }
-  yield `],${JSON.stringify(rest satisfies Omit<StatusDocument, 'id' | 'name' | 'trigger' | 'jobs'>).slice(1)}`;
+  yield `],${JSON.stringify({ ...(rest satisfies Omit<StatusDocument, 'id' | 'name' | 'trigger' | 'jobs'>), ...extra }).slice(1)}`;
 }
 
 /**
@@ -61,14 +61,14 @@ export function documentArrayStream(items: AsyncIterable<DocumentParts>, log: Fa
 }
 
 /**
- * Answers one status document (GET /api/workflows/{id}, a run's, the answer to a start): a document
- * that fits in one slice as it is, a larger one written as documentPieces produces it
- * (docs/performance.md "Large runs").
+ * Answers one status document (GET /api/workflows/{id}, a run's, the answers to a start and to a
+ * create or update), `extra` fields after its own: a document that fits in one slice as it is, a
+ * larger one written as documentPieces produces it (docs/performance.md "Large runs").
  */
-export function sendDocument(reply: FastifyReply, parts: DocumentParts, code = 200): FastifyReply {
+export function sendDocument(reply: FastifyReply, parts: DocumentParts, code = 200, extra: Record<string, unknown> = {}): FastifyReply {
   reply.code(code);
-  if (!parts.jobPages && parts.doc.jobs.length <= JOBS_PER_SLICE) return reply.send(parts.doc);
-  const stream = Readable.from(documentPieces(parts), { objectMode: false });
+  if (!parts.jobPages && parts.doc.jobs.length <= JOBS_PER_SLICE) return reply.send({ ...parts.doc, ...extra });
+  const stream = Readable.from(documentPieces(parts, extra), { objectMode: false });
   // Past the first byte an error can only cut the answer short; the log says why.
   stream.on('error', (err) => reply.log.warn({ err: err.message }, 'a status document answer was cut short'));
   return reply.type('application/json; charset=utf-8').send(stream);

@@ -148,7 +148,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
     async (req, reply) => {
       const def = parseWorkflowObject(req.body, { source: 'request body', generateId });
       const doc = await engine.createWorkflow(def, definitionHash(def));
-      return reply.code(201).send(doc);
+      // A definition of 10,000 jobs answers with 10,000 of them: written a slice at a time (sendDocument).
+      return sendDocument(reply, { doc, jobPages: null }, 201);
     },
   );
 
@@ -193,7 +194,7 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       const def = parseWorkflowObject(body, { source: 'request body', id: req.params.id });
       const { outcome, status } = await engine.saveWorkflow(def, definitionHash(def), 'api');
       // `outcome` tells an update from a PUT of the definition already stored (both 200), for `weft apply`.
-      return reply.code(outcome === 'created' ? 201 : 200).send({ ...status, outcome });
+      return sendDocument(reply, { doc: status, jobPages: null }, outcome === 'created' ? 201 : 200, { outcome });
     },
   );
 
