@@ -115,7 +115,7 @@ async function readsUnderProbe(origin: string, path: string, reads: number, cont
 
 function loopNote(l: LoopFigures): string {
   return (
-    `healthz probe max ${l.probe.max_ms} ms (p99 ${l.probe.p99_ms}); server event-loop delay max ${l.server_max_delay_ms ?? '—'} ms; ` +
+    `healthz probe max ${l.probe.max_ms} ms (p99 ${l.probe.p99_ms}); server event-loop delay max ${round(l.server_max_delay_ms, 1) ?? '—'} ms; ` +
     `an idle server beside it: probe max ${l.control?.max_ms ?? '—'} ms (p99 ${l.control?.p99_ms ?? '—'})`
   );
 }
