@@ -16,6 +16,7 @@ import { pgCpuNote } from './lib/pgcpu.js';
 import { referenceSection } from './scenarios/reference.js';
 import { backlogScenario, labelSets } from './scenarios/backlog.js';
 import { dagScenario } from './scenarios/dag.js';
+import { largeScenario } from './scenarios/large.js';
 import { bareRates, bareRow, workerScenario } from './scenarios/workers.js';
 import { throughputRep, type Target, type ThroughputRep } from './scenarios/throughput.js';
 
@@ -190,7 +191,7 @@ async function main(): Promise<void> {
   if (s.sections.includes('reference')) rows.push(...(await referenceSection(s, pgSkip, log)));
 
   const liveStores = s.stores.filter((k) => !(k === 'postgres' && pgSkip));
-  const skippedRow = (id: string, name: string, section: 'dag' | 'backlog', store: StoreKind) => {
+  const skippedRow = (id: string, name: string, section: 'dag' | 'backlog' | 'large', store: StoreKind) => {
     const row = emptyRow(id, name, section, store);
     row.status = 'skipped';
     row.note = `PostgreSQL unreachable: ${pgSkip}`;
@@ -237,6 +238,22 @@ async function main(): Promise<void> {
       for (const r of await workerScenario(s, store, bare)) {
         log(`${r.name}: ${r.status === 'ok' ? `${r.jobs_per_sec} jobs/s, p50 ${r.latency?.p50_ms ?? '—'} ms, p99 ${r.latency?.p99_ms ?? '—'} ms; ${r.note}` : `${r.status}: ${r.note}`}`);
         rows.push(r);
+      }
+    }
+  }
+
+  if (s.sections.includes('large')) {
+    for (const store of s.stores) {
+      for (const shape of ['flat', 'layered'] as const) {
+        if (!liveStores.includes(store)) {
+          rows.push(skippedRow(`large.${shape}.${store}`, `large ${shape} run · ${STORE_NAME[store]}`, 'large', store));
+          continue;
+        }
+        log(`large ${shape} run on ${STORE_NAME[store]}: create, start, status document, list page, drain`);
+        for (const row of await largeScenario(s, store, shape)) {
+          log(`${row.name}: ${row.status === 'ok' ? `${row.jobs_per_sec === null ? '' : `${row.jobs_per_sec} jobs/s, `}p50 ${row.latency?.p50_ms} ms, p99 ${row.latency?.p99_ms} ms${row.note ? `; ${row.note}` : ''}` : `${row.status}: ${row.note}`}`);
+          rows.push(row);
+        }
       }
     }
   }

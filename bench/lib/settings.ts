@@ -2,8 +2,8 @@
 import { envInt } from './util.js';
 
 export type StoreKind = 'sqlite' | 'postgres';
-export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog' | 'workers' | 'reference';
-const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog', 'workers', 'reference'];
+export type Section = 'ceiling' | 'spec' | 'batch' | 'servers' | 'dag' | 'backlog' | 'workers' | 'reference' | 'large';
+const SECTIONS: Section[] = ['ceiling', 'spec', 'batch', 'servers', 'dag', 'backlog', 'workers', 'reference', 'large'];
 
 export interface Settings {
   quick: boolean;
@@ -26,6 +26,11 @@ export interface Settings {
   backlog: { sizes: number[]; labelSets: number; claimsPerLoop: { small: number; large: number } };
   /** Real `weft worker` processes running `true` (bench/scenarios/workers.ts). */
   workers: { concurrency: number; chainLength: number; fanWidth: number; drainJobs: number; drainWorkers: number; bareSpawns: number };
+  /**
+   * Large runs (bench/scenarios/large.ts): a flat run of `jobs` and a `layers` × `width` layered one;
+   * each shape created `creates` times, its status document and the list page read `reads` times.
+   */
+  large: { jobs: number; layers: number; width: number; creates: number; reads: number };
   /** Server counts of the `servers` rows: the spec path on PostgreSQL through that many servers on one database. */
   serverCounts: number[];
   stores: StoreKind[];
@@ -63,6 +68,7 @@ export function loadSettings(): Settings {
     // 1k: every loop's two fitting label sets hold 40 jobs, so 30 claims per loop never run dry.
     backlog: { sizes, labelSets: 50, claimsPerLoop: { small: 30, large: 150 } },
     workers: { concurrency: 8, chainLength: quick ? 50 : 200, fanWidth: 50, drainJobs: quick ? 400 : 2000, drainWorkers: 4, bareSpawns: quick ? 200 : 1000 },
+    large: { jobs: envInt('BENCH_LARGE_JOBS', 10_000), layers: 100, width: 100, creates: 3, reads: quick ? 10 : 30 },
     serverCounts: (list('BENCH_SERVER_COUNTS') ?? ['2', '3']).map((x) => {
       const n = Number(x);
       if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`BENCH_SERVER_COUNTS: "${x}" is not an integer 1..8`);

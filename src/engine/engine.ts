@@ -275,8 +275,13 @@ export class Engine extends EngineReads {
    * checked against the definition's declared inputs (400 naming the unknown and missing ones).
    */
   async run(id: string, opts: { inputs?: Readonly<Record<string, string>>; priority?: number } = {}): Promise<StatusDocument> {
-    await this.starts.fresh(id, opts);
+    await this.start(id, opts);
     return this.status(id);
+  }
+
+  /** As `run`, answering the run begun instead of its status document (the API reads that with statusParts). */
+  start(id: string, opts: { inputs?: Readonly<Record<string, string>>; priority?: number } = {}): Promise<Begun> {
+    return this.starts.fresh(id, opts);
   }
 
   /**

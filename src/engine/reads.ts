@@ -62,27 +62,54 @@ export class EngineReads {
     })();
   }
 
-  /** A status document whose jobs come in pages (null: the workflow is gone). */
-  private async documentParts(id: string): Promise<DocumentParts | null> {
+  /**
+   * The status document of the latest run, or of run `runNumber`, for an answer written as it is read
+   * (docs/api.md "Status document"): a run of at most JOB_PAGE jobs is read whole in one snapshot, as
+   * `status` and `runStatus` read it; a larger one comes with its jobs in pages, each read in a read
+   * of its own, so that a run of 10,000 jobs holds neither the event loop nor SQLite's read lock for
+   * the whole document (docs/performance.md "Large runs"). An unknown workflow or run is an error here,
+   * before anything is answered.
+   */
+  async statusParts(id: string, runNumber?: number): Promise<DocumentParts> {
+    return (await this.documentParts(id, runNumber ?? null, true))!;
+  }
+
+  /**
+   * A status document whose jobs come in pages (null: the workflow is gone, unless `strict`). Each job
+   * entry is as it stood when its page was read; the run's own fields as they stood at the first page.
+   */
+  private async documentParts(id: string, runNumber: number | null = null, strict = false): Promise<DocumentParts | null> {
     const first = await this.store.read(async (r) => {
       const wf = await r.getWorkflow(id);
-      if (!wf) return null;
-      const run = wf.latest_run === 0 ? null : await r.getRun(id, wf.latest_run);
+      if (!wf) {
+        if (strict) throw workflowNotFound(id);
+        return null;
+      }
+      const n = runNumber ?? wf.latest_run;
+      const run = n >= 1 && n <= wf.latest_run ? await r.getRun(id, n) : null;
+      if (runNumber !== null && !run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
       // A queued run's planned jobs and a never-run workflow's definition are in hand already.
       if (!run || run.plan) return { doc: statusDocument(wf, run, []), wf, run, jobs: null };
-      return { doc: statusDocument(wf, run, []), wf, run, jobs: await r.getRunJobs(id, run.run_number, { afterRowId: 0, limit: JOB_PAGE }) };
+      const jobs = await r.getRunJobs(id, run.run_number, { afterRowId: 0, limit: JOB_PAGE });
+      const holders = await r.jobGroupHolders(groupsWaitedOn(jobs));
+      // A run that fits in one page is answered from this one snapshot, whole.
+      if (jobs.length < JOB_PAGE) return { doc: statusDocument(wf, run, jobs, holders), wf, run, jobs: null };
+      return { doc: statusDocument(wf, run, []), wf, run, jobs: { rows: jobs, holders } };
     });
     if (!first) return null;
     const { doc, wf, run, jobs } = first;
     if (!jobs) return { doc, jobPages: null };
     const store = this.store;
     async function* pages(): AsyncGenerator<JobView[]> {
-      let rows = jobs!;
-      while (rows.length > 0) {
-        yield jobViews(wf, rows);
-        if (rows.length < JOB_PAGE) return;
-        const after = rows[rows.length - 1]!.row_id;
-        rows = await store.read((r) => r.getRunJobs(id, run!.run_number, { afterRowId: after, limit: JOB_PAGE }));
+      let page = jobs!;
+      while (page.rows.length > 0) {
+        yield jobViews(wf, page.rows, page.holders);
+        if (page.rows.length < JOB_PAGE) return;
+        const after = page.rows[page.rows.length - 1]!.row_id;
+        page = await store.read(async (r) => {
+          const rows = await r.getRunJobs(id, run!.run_number, { afterRowId: after, limit: JOB_PAGE });
+          return { rows, holders: await r.jobGroupHolders(groupsWaitedOn(rows)) };
+        });
       }
     }
     return { doc, jobPages: pages() };
@@ -155,8 +182,10 @@ export class EngineReads {
   /** A page of the workflow's runs, newest first, each with its jobs counted by state (run history). */
   async runs(id: string, q: { limit: number; offset: number }): Promise<RunSummary[]> {
     return this.store.read(async (r) => {
-      await this.requireWorkflow(r, id);
       const runs = await r.listRuns(id, q.limit, q.offset);
+      // Runs found say the workflow exists; reading its record would parse its whole definition, which
+      // for a workflow of 10,000 jobs is most of this answer's cost (docs/performance.md "Large runs").
+      if (runs.length === 0) await this.requireWorkflow(r, id);
       return runSummaries(runs, await r.jobCountsOfRuns(runs));
     });
   }

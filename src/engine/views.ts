@@ -28,13 +28,7 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
   const presentation = presentationOf(wf);
   if (run?.plan && jobs && jobs.length === 0) jobs = plannedJobs(run);
   const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
-  if (holders.length > 0) {
-    const byGroup = new Map(holders.map((h) => [h.concurrency_group, h]));
-    for (const j of jobViews) {
-      const h = j.state === 'queued' && j.concurrency_group !== undefined ? byGroup.get(j.concurrency_group) : undefined;
-      if (h) j.concurrency_holder = { workflow_id: h.workflow_id, run_number: h.run_number, job_id: h.job_id };
-    }
-  }
+  showHolders(jobViews, holders);
   const f = documentFields(wf, run);
   return {
     id: f.id,
@@ -58,10 +52,25 @@ export function groupsWaitedOn(jobs: readonly JobRecord[] | null): string[] {
   return [...groups];
 }
 
-/** Job entries of the status document for some of a run's job rows (a large run read a page at a time). */
-export function jobViews(wf: WorkflowRecord, jobs: readonly JobRecord[]): JobView[] {
+/** Each queued job of `views` in a group of `holders` names the running job it waits for. */
+function showHolders(views: JobView[], holders: readonly JobGroupHolder[]): void {
+  if (holders.length === 0) return;
+  const byGroup = new Map(holders.map((h) => [h.concurrency_group, h]));
+  for (const j of views) {
+    const h = j.state === 'queued' && j.concurrency_group !== undefined ? byGroup.get(j.concurrency_group) : undefined;
+    if (h) j.concurrency_holder = { workflow_id: h.workflow_id, run_number: h.run_number, job_id: h.job_id };
+  }
+}
+
+/**
+ * Job entries of the status document for some of a run's job rows (a large run read a page at a
+ * time), with the holders of the groups the page's queued jobs wait in, as statusDocument shows them.
+ */
+export function jobViews(wf: WorkflowRecord, jobs: readonly JobRecord[], holders: readonly JobGroupHolder[] = []): JobView[] {
   const presentation = presentationOf(wf);
-  return jobs.map((j) => jobView(j, presentation.get(j.job_id)));
+  const views = jobs.map((j) => jobView(j, presentation.get(j.job_id)));
+  showHolders(views, holders);
+  return views;
 }
 
 /** The status document's fields other than `jobs` and `run`. */
@@ -168,9 +177,15 @@ export function runSummaries(runs: readonly RunRecord[], counts: readonly RunJob
 }
 
 /** Only array-form definitions carry presentation; most workflows skip the map entirely. */
+/** Built once per record read: a large run's document asks for it once per page of jobs. */
+const presentations = new WeakMap<WorkflowRecord, Map<string, JobPresentation>>();
+
 function presentationOf(wf: WorkflowRecord): Map<string, JobPresentation> {
-  const map = new Map<string, JobPresentation>();
+  let map = presentations.get(wf);
+  if (map) return map;
+  map = new Map<string, JobPresentation>();
   for (const spec of wf.definition.jobs) if (spec.presentation) map.set(spec.id, spec.presentation);
+  presentations.set(wf, map);
   return map;
 }
 

@@ -18,6 +18,7 @@ import {
 } from '../../protocol/wire.js';
 import type { PersonDecision } from '../../domain/approval.js';
 import { tokenName } from '../auth.js';
+import { sendDocument } from '../json-stream.js';
 import { absentBodyAsEmpty } from '../validation.js';
 
 /**
@@ -73,7 +74,8 @@ export function runRoutes(app: FastifyInstance, engine: Engine): void {
         },
       },
     },
-    async (req) => engine.runStatus(req.params.id, req.params.run),
+    // A run of thousands of jobs is megabytes of JSON: written a page of jobs at a time (sendDocument).
+    async (req, reply) => sendDocument(reply, await engine.statusParts(req.params.id, req.params.run)),
   );
 
   api.get(

@@ -16,7 +16,7 @@ import {
   WorkflowList,
   WorkflowParams,
 } from '../../protocol/wire.js';
-import { documentArrayStream } from '../json-stream.js';
+import { documentArrayStream, sendDocument } from '../json-stream.js';
 import { IGNORED_BODY, NO_BODY } from '../route-docs.js';
 import { absentBodyAsEmpty } from '../validation.js';
 
@@ -148,7 +148,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
     async (req, reply) => {
       const def = parseWorkflowObject(req.body, { source: 'request body', generateId });
       const doc = await engine.createWorkflow(def, definitionHash(def));
-      return reply.code(201).send(doc);
+      // A definition of 10,000 jobs answers with 10,000 of them: written a slice at a time (sendDocument).
+      return sendDocument(reply, { doc, jobPages: null }, 201);
     },
   );
 
@@ -193,7 +194,7 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       const def = parseWorkflowObject(body, { source: 'request body', id: req.params.id });
       const { outcome, status } = await engine.saveWorkflow(def, definitionHash(def), 'api');
       // `outcome` tells an update from a PUT of the definition already stored (both 200), for `weft apply`.
-      return reply.code(outcome === 'created' ? 201 : 200).send({ ...status, outcome });
+      return sendDocument(reply, { doc: status, jobPages: null }, outcome === 'created' ? 201 : 200, { outcome });
     },
   );
 
@@ -207,7 +208,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
         docs: { answers: { 200: { description: 'The status document of the latest run', schema: StatusDocument } }, errors: ['workflow_not_found'] },
       },
     },
-    async (req) => engine.status(req.params.id),
+    // A run of thousands of jobs is megabytes of JSON: written a page of jobs at a time (sendDocument).
+    async (req, reply) => sendDocument(reply, await engine.statusParts(req.params.id)),
   );
 
   api.get(
@@ -221,7 +223,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
         docs: { answers: { 200: { description: 'The status document of the latest run', schema: StatusDocument } }, errors: ['workflow_not_found'] },
       },
     },
-    async (req) => engine.status(req.params.id),
+    // A run of thousands of jobs is megabytes of JSON: written a page of jobs at a time (sendDocument).
+    async (req, reply) => sendDocument(reply, await engine.statusParts(req.params.id)),
   );
 
   api.post(
@@ -249,8 +252,8 @@ export function workflowRoutes(app: FastifyInstance, engine: Engine): void {
       preValidation: absentBodyAsEmpty,
     },
     async (req, reply) => {
-      const doc = await engine.run(req.params.id, { inputs: req.body?.inputs, priority: req.body?.priority });
-      return reply.code(202).send(doc);
+      await engine.start(req.params.id, { inputs: req.body?.inputs, priority: req.body?.priority });
+      return sendDocument(reply, await engine.statusParts(req.params.id), 202);
     },
   );
 

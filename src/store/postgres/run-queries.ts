@@ -6,7 +6,9 @@
 
 /**
  * The jobs of a run from a JSON array of jobRow objects, in the given order (row_id follows it); `from`
- * is what the array is read from, `param` its placeholder.
+ * is what the array is read from, `param` its placeholder. Read as jsonb: each `->>` of a json value
+ * parses the whole object again, 52 columns a job, which made the start of a 10,000-job run take
+ * seconds inside PostgreSQL (docs/performance.md "Large runs"); jsonb parses each object once.
  */
 export const insertJobs = (from: string, param: string) => `
       INSERT INTO jobs (workflow_id, run_number, job_id, name, command, env, labels, label_key, needs, dependents,
@@ -31,7 +33,7 @@ export const insertJobs = (from: string, param: string) => `
         e.j->>'approval_decision', e.j->>'approval_decided_by', (e.j->>'approval_decided_at_ms')::bigint, e.j->>'approval_comment',
         e.j->>'concurrency_group', coalesce((e.j->>'cancel_in_progress')::smallint, 0),
         e.j->>'call_spec', (e.j->>'child_run')::int
-      FROM ${from}json_array_elements(${param}::json) WITH ORDINALITY AS e(j, ord)
+      FROM ${from}jsonb_array_elements(${param}::jsonb) WITH ORDINALITY AS e(j, ord)
       ORDER BY e.ord`;
 
 import { keepTriggers } from './trigger-queries.js';
