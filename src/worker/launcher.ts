@@ -108,7 +108,8 @@ function startLauncher(): NonNullable<typeof current> {
     child.signalCode ? `was killed by ${child.signalCode}` : child.exitCode !== null ? `exited with code ${child.exitCode}` : 'closed its channel';
   // The channel closes after the last message it carried has been read ('exit' may come before that).
   child.once('disconnect', () => died(ended()));
-  child.once('error', (err) => {
+  // 'on', not 'once': a second error event without a listener would throw in the worker.
+  child.on('error', (err) => {
     died(`failed (${err.message})`);
     child.kill('SIGKILL');
   });
