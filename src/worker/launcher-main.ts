@@ -149,6 +149,7 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.o
 process.on('message', (msg: SpawnRequest) => {
   if (msg !== null && typeof msg === 'object' && msg.t === 'spawn') start(msg);
 });
+send({ t: 'ready', id: 0 });
 process.on('disconnect', () => {
   for (const g of liveGroups) {
     try {

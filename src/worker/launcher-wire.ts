@@ -18,6 +18,8 @@ export interface SpawnRequest {
 }
 
 export type LauncherMessage =
+  /** The launcher is up and reads requests (id 0): a launcher that dies before it said so started nothing. */
+  | { t: 'ready'; id: 0 }
   /**
    * The process was forked. `pid` null: it could not be (an `error` follows). `started`: whether it
    * got as far as `exec` (see commandStarted in ./launcher-main.ts); null where that cannot be told.

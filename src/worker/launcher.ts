@@ -31,14 +31,25 @@ export class LaunchedProcess extends EventEmitter<LaunchedEvents> {
   }
 }
 
-/** Thrown (as an `error` event) for each command in flight when the launcher process ends. */
+/**
+ * Thrown (as an `error` event) for each command in flight when the launcher process ends.
+ * `commandNotStarted`: the launcher ended before it read any request, so the command never ran (a
+ * signal to the worker's process group meets the launcher's own fork before it moved to a group of
+ * its own, as it did the commands' when the worker forked them; see NotStartedError in ./shell.ts).
+ */
 export class LauncherDiedError extends Error {
   override name = 'LauncherDiedError';
+  constructor(
+    message: string,
+    readonly commandNotStarted: boolean,
+  ) {
+    super(message);
+  }
 }
 
 type Options = Omit<SpawnRequest, 't' | 'id'>;
 
-let current: { child: ChildProcess; pending: Map<number, LaunchedProcess> } | null = null;
+let current: { child: ChildProcess; pending: Map<number, LaunchedProcess>; ready: boolean; died: (why: string) => void } | null = null;
 let nextId = 1;
 let exitHookInstalled = false;
 
@@ -65,10 +76,14 @@ function startLauncher(): NonNullable<typeof current> {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const pending = new Map<number, LaunchedProcess>();
-  const state = { child, pending };
+  const state = { child, pending, ready: false, died: (why: string) => died(why) };
   child.unref();
   child.channel?.unref();
   child.on('message', (msg: LauncherMessage) => {
+    if (msg.t === 'ready') {
+      state.ready = true;
+      return;
+    }
     const p = pending.get(msg.id);
     if (!p) return;
     switch (msg.t) {
@@ -99,10 +114,16 @@ function startLauncher(): NonNullable<typeof current> {
     const left = [...pending.values()];
     pending.clear();
     child.channel?.unref();
-    for (const p of left) {
-      p.emit('error', new LauncherDiedError(`the worker's process launcher ${why} while the command ran`));
-      p.emit('closed');
-    }
+    const notStarted = !state.ready;
+    // On a later turn: a send that failed at once must not have its job's handler start the next
+    // job (and the next launcher) before this loop has even seen the signals or exits behind it.
+    setImmediate(() => {
+      for (const p of left) {
+        const detail = notStarted ? 'before it started the command' : 'while the command ran';
+        p.emit('error', new LauncherDiedError(`the worker's process launcher ${why} ${detail}`, notStarted));
+        p.emit('closed');
+      }
+    });
   };
   const ended = () =>
     child.signalCode ? `was killed by ${child.signalCode}` : child.exitCode !== null ? `exited with code ${child.exitCode}` : 'closed its channel';
@@ -140,11 +161,8 @@ export function launch(opts: Options): LaunchedProcess {
   if (state.pending.size === 1) state.child.channel?.ref();
   const req: SpawnRequest = { t: 'spawn', id, ...opts };
   state.child.send(req, (err) => {
-    if (err && state.pending.get(id) === p) {
-      settle(state, id);
-      p.emit('error', new LauncherDiedError(`could not reach the worker's process launcher: ${err.message}`));
-      p.emit('closed');
-    }
+    // The channel is gone (EPIPE): so is the launcher, whatever the exit event says later.
+    if (err) state.died(`could not be reached (${err.message})`);
   });
   return p;
 }

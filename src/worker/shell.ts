@@ -211,8 +211,9 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
       try {
         return await runOnce(job, ctx);
       } catch (err) {
-        if (!(err instanceof NotStartedError) || tries >= MAX_NOT_STARTED_TRIES || ctx.signal.aborted) throw err;
-        ctx.logger.info({ signal: err.signal }, 'the job\'s process was killed before its command started (a signal to the launcher\'s process group); starting it again');
+        const notStarted = err instanceof NotStartedError || (err instanceof LauncherDiedError && err.commandNotStarted);
+        if (!notStarted || tries >= MAX_NOT_STARTED_TRIES || ctx.signal.aborted) throw err;
+        ctx.logger.info({ err: err.message }, 'the job\'s process was killed before its command started (a signal to the launcher\'s process group, or to the worker\'s while the launcher started); starting it again');
       }
     }
   };
