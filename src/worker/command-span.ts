@@ -1,6 +1,6 @@
 import { formatTraceparent, parseTraceparent, preciseNowMs, randomSpanId, randomTraceId, type SpanAttribute, type SpanSink } from '../domain/trace-context.js';
 import { ShellCommandError } from './shell.js';
-import type { JobHandler } from './worker-api.js';
+import { prepareHandler, type JobHandler } from './worker-api.js';
 
 /**
  * `weft worker`'s span around each command (README "Traces (OpenTelemetry)"), when the worker itself
@@ -13,7 +13,7 @@ import type { JobHandler } from './worker-api.js';
  * text: that may carry a secret's value, which the server hides and an OTLP collector would not.
  */
 export function traceCommands(handler: JobHandler, sink: SpanSink): JobHandler {
-  return async (job, ctx) => {
+  const spanned: JobHandler = async (job, ctx) => {
     const parent = parseTraceparent(job.env?.TRACEPARENT);
     if (parent && !parent.sampled) return handler(job, ctx);
     const traceId = parent?.traceId ?? randomTraceId();
@@ -57,4 +57,5 @@ export function traceCommands(handler: JobHandler, sink: SpanSink): JobHandler {
       ]);
     }
   };
+  return Object.assign(spanned, { prepare: () => prepareHandler(handler) });
 }

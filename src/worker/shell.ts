@@ -2,10 +2,11 @@
  * The standalone worker's job handler (README "The worker: `weft worker`"): `sh -c command` in its
  * own process group, the job's environment, stdout/stderr shipped line by line, `::set-output`
  * lines, an exit-code error ending with the stderr tail, and the whole process group killed on abort.
+ *
+ * The processes are forked by the worker's process launcher (./launcher.ts), never on this event
+ * loop: a fork here blocked the loop for as long as it took (docs/performance.md "Real workers").
+ * Everything else (the kills, the line splitting, the error) is done here as before.
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { envNamePart } from '../domain/conditions.js';
 import type { ClaimedJob } from '../protocol/wire.js';
@@ -13,6 +14,7 @@ import type { Outputs } from '../domain/model.js';
 import { MAX_ERROR_CHARS } from './outcome.js';
 import type { JobContext, JobHandler } from './worker-api.js';
 import type { JobUser } from './job-user.js';
+import { launch, LauncherDiedError, prestartLauncher } from './launcher.js';
 
 export interface ShellHandlerOptions {
   /** The shell run as `<shell> -c <command>`; default `sh`. */
@@ -104,7 +106,7 @@ class LineSplitter {
     private readonly maxChars: number,
   ) {}
 
-  write(bytes: Buffer): void {
+  write(bytes: Uint8Array): void {
     this.buffer += this.decoder.write(bytes);
     let start = 0;
     for (;;) {
@@ -145,11 +147,12 @@ function groupAlive(pgid: number): boolean {
 }
 
 /**
- * A signal sent to the worker's whole process group (Ctrl-C, `kill -TERM -<pgid>` from a supervisor)
- * also reaches a job's process forked in that instant: it leaves the group only when it calls
- * `setsid`, and libuv keeps signals blocked until just before `exec`, so the pending signal kills it
- * there. Its command never ran; a draining worker must still run the job it claimed, so it is
- * started again (a few times at most).
+ * A signal sent to the launcher's process group also reaches a job's process forked in that instant:
+ * it leaves the group only when it calls `setsid`, and libuv keeps signals blocked until just before
+ * `exec`, so the pending signal kills it there. Its command never ran; the job it belongs to must
+ * still run, so it is started again (a few times at most). The launcher has a group of its own, so
+ * signals to the worker's group (Ctrl-C, `kill -TERM -<pgid>` from a supervisor), which used to cause
+ * this when the worker forked the commands itself, no longer do.
  */
 class NotStartedError extends Error {
   constructor(readonly signal: NodeJS.Signals) {
@@ -157,26 +160,6 @@ class NotStartedError extends Error {
   }
 }
 const MAX_NOT_STARTED_TRIES = 10;
-
-let ownComm: string | null | undefined;
-/**
- * Whether the child `pid` got as far as `exec`, read right after `spawn` returned (libuv returns only
- * once the child has exec'd or died, and reaps it later, on the event loop): a process's `comm` is
- * its parent's until exec sets it to the program's name, and a zombie keeps it. Undefined where
- * /proc cannot tell (another OS, a shell whose name matches ours).
- */
-function commandStarted(pid: number, shell: string): boolean | undefined {
-  try {
-    ownComm ??= readFileSync('/proc/self/comm', 'utf8').trim();
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    if (path.basename(shell).slice(0, 15) === ownComm) return undefined;
-    return comm !== ownComm;
-  } catch {
-    ownComm ??= null;
-    return undefined;
-  }
-}
 
 function killGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
@@ -223,16 +206,19 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
   const killGraceMs = opts.killGraceMs ?? 5000;
   const maxLineChars = Math.max(1, opts.maxLineChars ?? 32 * 1024);
 
-  return async (job: ClaimedJob, ctx: JobContext): Promise<Outputs> => {
+  const handler = async (job: ClaimedJob, ctx: JobContext): Promise<Outputs> => {
     for (let tries = 1; ; tries++) {
       try {
         return await runOnce(job, ctx);
       } catch (err) {
-        if (!(err instanceof NotStartedError) || tries >= MAX_NOT_STARTED_TRIES || ctx.signal.aborted) throw err;
-        ctx.logger.info({ signal: err.signal }, 'the job\'s process was killed before its command started (a signal to the worker\'s process group); starting it again');
+        const notStarted = err instanceof NotStartedError || (err instanceof LauncherDiedError && err.commandNotStarted);
+        if (!notStarted || tries >= MAX_NOT_STARTED_TRIES || ctx.signal.aborted) throw err;
+        ctx.logger.info({ err: err.message }, 'the job\'s process was killed before its command started (a signal to the launcher\'s process group, or to the worker\'s while the launcher started); starting it again');
       }
     }
   };
+  // The Worker starts the launcher when it starts, so that the first job does not wait for it.
+  return Object.assign(handler, { prepare: prestartLauncher });
 
   function runOnce(job: ClaimedJob, ctx: JobContext): Promise<Outputs> {
     return new Promise<Outputs>((resolve, reject) => {
@@ -248,43 +234,50 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
 
       const env = jobEnvironment(job, opts.baseEnv ?? process.env);
       if (opts.user) Object.assign(env, { HOME: opts.user.home, USER: opts.user.name, LOGNAME: opts.user.name });
-      const child = spawn(shell, ['-c', job.command], {
-        detached: true,
+      const child = launch({
+        file: shell,
+        args: ['-c', job.command],
         // The attempt's own directory (README "Artifacts") unless the handler was given one.
         cwd: opts.cwd ?? ctx.workDir,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        // libuv drops supplementary groups (setgroups) before switching.
+        env: definedOnly(env),
         ...(opts.user ? { uid: opts.user.uid, gid: opts.user.gid } : {}),
       });
-      const pid = child.pid;
-      if (pid !== undefined) trackGroup(pid);
-      const started = pid === undefined ? undefined : commandStarted(pid, shell);
+      /** The process group's id (the command's pid), once the launcher has forked it. */
+      let pid: number | undefined;
+      let started: boolean | null = null;
+      let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
       // TERM now, KILL after the grace period. The group is watched so that the KILL timer is
-      // dropped once the group is gone: by then its id may belong to someone else's group.
+      // dropped once the group is gone: by then its id may belong to someone else's group. Asked
+      // for before the fork's answer came, it happens as soon as the pid is known.
       let terminating = false;
+      let terminateWanted = false;
       const terminate = () => {
-        if (pid === undefined || terminating) return;
+        if (terminating) return;
+        if (pid === undefined) {
+          terminateWanted = true;
+          return;
+        }
         terminating = true;
+        const pgid = pid;
         const since = Date.now();
-        killGroup(pid, 'SIGTERM');
+        killGroup(pgid, 'SIGTERM');
         let watch: NodeJS.Timeout | undefined;
         let killTimer: NodeJS.Timeout | undefined;
         const forget = () => {
           clearInterval(watch);
           clearTimeout(killTimer);
-          liveGroups.delete(pid);
+          liveGroups.delete(pgid);
         };
         watch = setInterval(() => {
-          if (groupAlive(pid)) return;
+          if (groupAlive(pgid)) return;
           forget();
-          ctx.logger.info({ pgid: pid, after_ms: Date.now() - since }, 'process group ended after SIGTERM');
+          ctx.logger.info({ pgid, after_ms: Date.now() - since }, 'process group ended after SIGTERM');
         }, Math.min(100, Math.max(10, killGraceMs / 10)));
         killTimer = setTimeout(() => {
-          if (groupAlive(pid)) {
-            killGroup(pid, 'SIGKILL');
-            ctx.logger.warn({ pgid: pid, grace_ms: killGraceMs }, 'process group still alive after the grace period; killed it (SIGKILL)');
+          if (groupAlive(pgid)) {
+            killGroup(pgid, 'SIGKILL');
+            ctx.logger.warn({ pgid, grace_ms: killGraceMs }, 'process group still alive after the grace period; killed it (SIGKILL)');
           }
           // SIGKILL cannot be ignored; an unreaped zombie keeps the id reserved, so nothing is left to watch.
           forget();
@@ -305,42 +298,62 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
         // Cut in big steps: slicing after every line would copy the whole tail each time.
         if (stderrTail.length > 2 * STDERR_TAIL_CHARS) stderrTail = stderrTail.slice(-STDERR_TAIL_CHARS);
       }, maxLineChars);
-      child.stdout!.on('data', (d: Buffer) => out.write(d));
-      child.stderr!.on('data', (d: Buffer) => err.write(d));
-      const streamsClosed = Promise.all(
-        [child.stdout!, child.stderr!].map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())))),
-      );
 
-      child.once('error', (e) => {
+      child.on('spawned', (p, s) => {
+        if (p === null) return;
+        pid = p;
+        started = s;
+        trackGroup(p);
+        if (terminateWanted) terminate();
+      });
+      child.on('data', (fd, bytes) => (fd === 1 ? out : err).write(bytes));
+
+      child.on('error', (e) => {
+        if (e instanceof LauncherDiedError) {
+          // Its output ended with the launcher; a command that had already exited still gets its result.
+          if (exited !== null) return;
+          // The command lost its pipes: nothing would read what it prints, so it is stopped.
+          if (pid !== undefined) terminate();
+          ctx.logger.error({ pgid: pid, err: e.message }, "the worker's process launcher ended while the job's command ran; the attempt fails");
+          return settle(() => reject(e));
+        }
         // The shell itself could not be started (ENOENT, EACCES, …).
         if (pid !== undefined && !groupAlive(pid)) liveGroups.delete(pid);
         settle(() => reject(new Error(`could not start ${shell}: ${e.message}`)));
       });
 
       child.once('exit', (code, signal) => {
+        exited = { code, signal };
         // Leftovers in the group (e.g. `sleep 100 &`) would hold our pipes open and outlive the job.
+        // The launcher reads the pipes for 2 s more at most (PIPE_WAIT_AFTER_EXIT_MS).
         if (pid !== undefined) {
           if (groupAlive(pid)) terminate();
           else liveGroups.delete(pid);
         }
-        let waitTimer: NodeJS.Timeout | undefined;
-        const waited = new Promise<void>((r) => {
-          waitTimer = setTimeout(r, 2000);
-        });
-        void Promise.race([streamsClosed, waited]).then(() => {
-          clearTimeout(waitTimer);
-          child.stdout!.destroy();
-          child.stderr!.destroy();
-          out.end();
-          err.end();
-          if (ctx.signal.aborted) return settle(() => reject(ctx.signal.reason));
-          if (signal !== null && !terminating && started === false) return settle(() => reject(new NotStartedError(signal)));
-          if (code === 0) return settle(() => resolve({ ...ctx.outputs }));
-          settle(() => reject(new ShellCommandError(code, signal, stderrTail.slice(-STDERR_TAIL_CHARS))));
-        });
+      });
+
+      child.once('closed', () => {
+        out.end();
+        err.end();
+        if (exited === null) return settle(() => reject(new Error(`could not start ${shell}: the process ended without an exit status`)));
+        const { code, signal } = exited;
+        if (ctx.signal.aborted) return settle(() => reject(ctx.signal.reason));
+        if (signal !== null && !terminating && started === false) return settle(() => reject(new NotStartedError(signal)));
+        if (code === 0) return settle(() => resolve({ ...ctx.outputs }));
+        settle(() => reject(new ShellCommandError(code, signal, stderrTail.slice(-STDERR_TAIL_CHARS))));
       });
     });
   }
+}
+
+/** The environment without unset entries (a `ProcessEnv` may hold `undefined`), as the launcher passes it on. */
+function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(env)) {
+    const v = env[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 /** The shell handler with default options. */

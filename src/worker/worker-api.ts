@@ -79,6 +79,15 @@ export type HandlerOutputs = Record<string, string | undefined>;
 
 export type JobHandler = (job: ClaimedJob, ctx: JobContext) => Promise<HandlerOutputs | void> | HandlerOutputs | void;
 
+/**
+ * A handler may carry a `prepare()`, called once when the Worker starts (the shell handler starts its
+ * process launcher there, so that the first job does not wait for it; see ./launcher.ts).
+ */
+export function prepareHandler(handler: JobHandler): void {
+  const prepare = (handler as { prepare?: unknown }).prepare;
+  if (typeof prepare === 'function') (prepare as () => void)();
+}
+
 export interface WorkerOptions {
   /** Server base URL; ignored when `client` is given. Default http://localhost:3000. */
   serverUrl?: string;

@@ -32,7 +32,7 @@ import type { Outcome } from './outcome.js';
 import { ReportBatcher } from './report-batcher.js';
 import type { ClaimAlong, Deliver, ReportChannel, RunSettings, Settling } from './seams.js';
 import { backoffMs, now, Wakeup } from './timing.js';
-import type { JobHandler, WorkerEvents, WorkerOptions, WorkerStats } from './worker-api.js';
+import { prepareHandler, type JobHandler, type WorkerEvents, type WorkerOptions, type WorkerStats } from './worker-api.js';
 import { defaultWorkerId } from './worker-id.js';
 
 /** How long a claim in flight at stop() may still bring its answer (see claimController). */
@@ -147,6 +147,7 @@ export class Worker extends EventEmitter<WorkerEvents> {
   start(): Promise<void> {
     if (this.started) return this.startPromise!;
     this.started = true;
+    prepareHandler(this.handler);
     this.startPromise = this.registerAndRun();
     return this.startPromise;
   }
