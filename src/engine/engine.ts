@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import { normalizeLabels } from '../domain/labels.js';
-import { DEFAULT_LEASE_TTL_SECS, newLeaseId } from '../domain/lease.js';
-import { DEFAULT_SCHEDULE_GRACE_MS, nextFireAfter } from '../domain/schedule.js';
+import { DEFAULT_SCHEDULE_GRACE_MS } from '../domain/schedule.js';
 import type { WorkflowDefinition } from '../domain/model.js';
-import { WeftError } from '../protocol/errors.js';
 import type {
   ClaimedJob,
   ClaimResult,
@@ -15,20 +12,19 @@ import type {
   WorkerView,
 } from '../protocol/wire.js';
 import type { JobChange, StoreReads, WorkflowRecord } from '../store/store.js';
-import { StoreUnavailableError } from '../store/index.js';
 import { OutageWarnings, readThroughOutage } from './outage.js';
 import { Peers } from './peers.js';
 import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT } from '../domain/log-budget.js';
-import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
+import { Claims } from './claims.js';
 import { LabelSetCache } from './label-cache.js';
 import { LeaseCalls } from './lease-calls.js';
 import type { RerunScope } from './run-plan.js';
 import type { Begun, StartedFrom } from './run-start.js';
-import { DEFAULT_WORKER_RETAIN_MS, DELETE_BATCH } from './retention.js';
+import { DEFAULT_WORKER_RETAIN_MS } from './retention.js';
 import { Housekeeping } from './housekeeping.js';
 import { Artifacts } from './artifacts.js';
-import { statusDocument, workerViews } from './views.js';
+import { workerViews } from './views.js';
 import { EngineReads, workflowNotFound } from './reads.js';
 import { QueuedRuns } from './queued-runs.js';
 import { Secrets } from './secrets.js';
@@ -39,10 +35,10 @@ import { followRuns } from './follow.js';
 import { Notifications } from './notifications.js';
 import { RunEnds } from './run-ends.js';
 import { Calls } from './calls.js';
-import { callChainError, checkCallInputs } from './call-checks.js';
 import { Tracing } from './tracing.js';
 import { RunStarts } from './run-starts.js';
 import { ClaimAnswers } from './claim-answers.js';
+import { WorkflowSaves } from './workflow-saves.js';
 
 export type { Begun, ClaimedJob, ClaimResult, IncomingLogChunk, JobChange, LeaseView };
 
@@ -57,7 +53,7 @@ export class Engine extends EngineReads {
   readonly events = new EventEmitter<EngineEvents>();
   private readonly log: Logger;
   private readonly labelSets: LabelSetCache;
-  private readonly waiters: ClaimWaiters;
+  private readonly claims: Claims;
   private readonly peers: Peers;
   private readonly outage: OutageWarnings;
   private readonly queued: QueuedRuns;
@@ -87,6 +83,7 @@ export class Engine extends EngineReads {
   /** Starting runs: by hand, re-runs, from outside, a called workflow's (README "How a run works"). */
   private readonly starts: RunStarts;
   private readonly answers: ClaimAnswers;
+  private readonly saves: WorkflowSaves;
 
   constructor(opts: EngineOptions) {
     super(opts.store, opts.now ?? Date.now, opts.workerOfflineAfterMs ?? 60_000);
@@ -126,7 +123,7 @@ export class Engine extends EngineReads {
         this.peers.sendLabelSets();
       },
       workflowChanged: (id) => this.events.emit('workflow', id),
-      wake: () => this.waiters.wake(),
+      wake: () => this.claims.wake(),
       announce: (changes) => this.announce(changes),
       queued: this.queued,
       jobGroups: this.jobGroups,
@@ -155,7 +152,7 @@ export class Engine extends EngineReads {
         this.peers.sendLogs(job);
       },
       retryAt: (atMs) => {
-        this.waiters.wakeAt(atMs, this.now());
+        this.claims.wakeAt(atMs);
         this.peers.sendWakeAt(atMs);
       },
     });
@@ -194,15 +191,29 @@ export class Engine extends EngineReads {
         void this.queued.afterQueued(id, group.replaced !== undefined, group);
       },
     });
-    this.waiters = new ClaimWaiters(
-      (ask) =>
-        this.claimOnce(ask).catch((err: unknown) => {
-          // The waiters keep waiting; their next wake-up or sweep tries again.
-          if (err instanceof StoreUnavailableError) this.outage.warn('long-poll claims', err);
-          throw err;
-        }),
-      opts.claimSweepMs,
-    );
+    this.claims = new Claims({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      outage: this.outage,
+      labelSets: this.labelSets,
+      answers: () => this.answers,
+      claimed: (claimed) => {
+        this.emitJobs(claimed.map((c) => c.job));
+        for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
+      },
+      announce: (changes) => this.announce(changes),
+      claimSweepMs: opts.claimSweepMs,
+    });
+    this.saves = new WorkflowSaves({
+      store: opts.store,
+      now: this.now,
+      log: opts.logger,
+      calls: this.calls,
+      changed: (id) => this.events.emit('workflow', id),
+      status: (id) => this.status(id),
+      collectBlobs: () => this.housekeeping.collectBlobs(true),
+    });
     // Every SSE follower listens here; the default cap of 10 would warn under normal use.
     this.events.setMaxListeners(0);
     this.tracing = opts.traceSink ? new Tracing({ store: opts.store, events: this.events, sink: opts.traceSink, log: opts.logger, now: this.now }) : null;
@@ -212,14 +223,14 @@ export class Engine extends EngineReads {
         this.jobGroups.afterChanges(changes);
         this.runEnds.afterChanges();
         this.calls.afterChanges(changes);
-        this.waiters.wake();
+        this.claims.wake();
       },
       logs: (c) => this.events.emit('logs', c),
-      wakeAt: (atMs) => this.waiters.wakeAt(atMs, this.now()),
+      wakeAt: (atMs) => this.claims.wakeAt(atMs),
       labelSets: () => this.labelSets.invalidate(),
       resync: () => {
         this.labelSets.invalidate();
-        this.waiters.wake();
+        this.claims.wake();
         this.events.emit('resync');
       },
     }, opts.logger);
@@ -236,36 +247,18 @@ export class Engine extends EngineReads {
   // ---------------------------------------------------------------- workflows
 
   /** Creates a workflow; 409 when the id is taken. */
-  async createWorkflow(def: WorkflowDefinition, hash: string): Promise<StatusDocument> {
-    const rec = this.newWorkflowRecord(def, hash, 'api');
-    await this.store.read((r) => checkCallInputs(r, def));
-    const outcome = await this.store.createWorkflow(rec);
-    if (outcome === 'exists') {
-      throw new WeftError('workflow_exists', `workflow "${def.id}" already exists; use PUT /api/workflows/${def.id} to update it`);
-    }
-    if (typeof outcome === 'object') throw callChainError(def, outcome);
-    this.calls.noteDefinition(def.id, def);
-    this.events.emit('workflow', def.id);
-    return statusDocument(rec, null, null);
+  createWorkflow(def: WorkflowDefinition, hash: string): Promise<StatusDocument> {
+    return this.saves.create(def, hash);
   }
 
-  /**
-   * Creates or updates a workflow in place (run history stays). Returns what happened so a file
-   * loader can log it and PUT can answer 201 or 200.
-   */
-  async saveWorkflow(
-    def: WorkflowDefinition,
-    hash: string,
-    source: 'file' | 'api',
-  ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; status: StatusDocument }> {
-    // README "Workflows calling workflows": the called workflows saved now take its `with:` values, and
-    // the store refuses a cycle or a chain too deep (a 400 naming the chain).
-    await this.store.read((r) => checkCallInputs(r, def));
-    const outcome = await this.store.saveWorkflow(this.newWorkflowRecord(def, hash, source));
-    if (typeof outcome === 'object') throw callChainError(def, outcome);
-    this.calls.noteDefinition(def.id, def);
-    if (outcome !== 'unchanged') this.events.emit('workflow', def.id);
-    return { outcome, status: await this.status(def.id) };
+  /** See WorkflowSaves.save. */
+  saveWorkflow(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; status: StatusDocument }> {
+    return this.saves.save(def, hash, source);
+  }
+
+  /** See WorkflowSaves.delete. */
+  deleteWorkflow(id: string): Promise<void> {
+    return this.saves.delete(id);
   }
 
   // ---------------------------------------------------------------- runs
@@ -340,62 +333,24 @@ export class Engine extends EngineReads {
     return (await this.claimMany(req, 1, wait))[0] ?? null;
   }
 
-  /**
-   * Up to `max` jobs at once, each with its own lease, in the same order. With `waitMs`, a claim
-   * that finds nothing waits for a job to become claimable until then (long poll), and answers [] at
-   * the deadline or when `signal` aborts.
-   */
-  async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
-    const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
-    const received = this.now();
-    const now = await this.claimOnce(ask);
-    if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
-    return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
+  /** See Claims.claimMany. */
+  claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
+    return this.claims.claimMany(req, max, wait);
   }
 
-  private async claimOnce(ask: NormalizedClaim): Promise<ClaimResult[]> {
-    const now = this.now();
-    const keys = await this.labelSets.keysFitting(ask.labels, now);
-    if (keys.length === 0) {
-      // Still a sign of life from the worker, as every claim is.
-      await this.store.registerWorker(ask.worker_id, ask.labels, now);
-      return [];
-    }
-    const claimed = await this.store.claim({
-      worker_id: ask.worker_id,
-      worker_labels: ask.labels,
-      label_keys: keys,
-      ttl_secs: ask.lease_ttl_secs ?? DEFAULT_LEASE_TTL_SECS,
-      max: ask.max,
-      lease_ids: Array.from({ length: ask.max }, () => newLeaseId(now, randomUUID)),
-      now_ms: now,
-      token_name: ask.token_name ?? null,
-    });
-    if (claimed.length === 0) return [];
-    this.emitJobs(claimed.map((c) => c.job));
-    for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
-    return this.answers.answer(claimed, ask.token_name ?? null);
-  }
-
-  /**
-   * Puts the jobs of claims that never reached their client back in the queue at once, attempt and
-   * place unchanged, instead of leaving them leased until the lease runs out.
-   */
-  async release(claims: readonly ClaimResult[]): Promise<void> {
-    if (claims.length === 0) return;
-    const changes = await this.store.releaseLeases(claims.map((c) => c.lease.lease_id));
-    this.log.info({ leases: claims.map((c) => c.lease.lease_id) }, 'claim answer undeliverable; jobs put back');
-    this.announce(changes);
+  /** See Claims.release. */
+  release(claims: readonly ClaimResult[]): Promise<void> {
+    return this.claims.release(claims);
   }
 
   /** How many claims are waiting for a job right now. */
   get waitingClaims(): number {
-    return this.waiters.size;
+    return this.claims.waiting;
   }
 
   /** Ends every waiting claim with nothing (graceful shutdown). */
   close(): void {
-    this.waiters.close();
+    this.claims.close();
     this.runEnds.stop();
     this.calls.stop();
   }
@@ -421,44 +376,14 @@ export class Engine extends EngineReads {
     this.store.onCommit(observer);
   }
 
-  // ---------------------------------------------------------------- retention
-
-  /**
-   * Deletes the workflow and its whole history in bounded steps (docs/api.md). 409 `workflow_active`
-   * while a run is active; a run started between two steps stops it there, with the older runs gone.
-   */
-  async deleteWorkflow(id: string): Promise<void> {
-    for (let step = 0; ; step++) {
-      const outcome = await this.store.deleteWorkflow(id, DELETE_BATCH);
-      if (outcome === 'more') continue;
-      if (outcome === 'active') {
-        throw new WeftError(
-          'workflow_active',
-          `workflow "${id}" has an active run; cancel it first (POST /api/workflows/${id}/cancel), then delete the workflow`,
-        );
-      }
-      // Not found after a first step: another caller finished the deletion.
-      if (outcome === 'not_found' && step === 0) throw workflowNotFound(id);
-      this.log.info({ workflow_id: id }, 'workflow deleted');
-      this.events.emit('workflow', id);
-      await this.housekeeping.collectBlobs(true);
-      return;
-    }
-  }
-
   // ---------------------------------------------------------------- internals
-
-  private newWorkflowRecord(def: WorkflowDefinition, hash: string, source: 'file' | 'api'): WorkflowRecord {
-    const now = this.now();
-    return { id: def.id, name: def.name, trigger: def.trigger, definition: def, source, hash, created_at_ms: now, updated_at_ms: now, latest_run: 0, next_fire_at_ms: nextFireAfter(def.schedules, now) };
-  }
 
   /** Tells listeners about durable changes, and waiting claims that something may be claimable now. */
   private announce(changes: readonly JobChange[]): void {
     if (changes.length === 0) return;
     this.events.emit('changed', changes);
     this.emitJobs(changes);
-    this.waiters.wake();
+    this.claims.wake();
     this.peers.sendJobs(changes);
     this.jobGroups.afterChanges(changes);
     this.runEnds.afterChanges();
@@ -468,10 +393,4 @@ export class Engine extends EngineReads {
   private emitJobs(changes: readonly JobChange[]): void {
     for (const c of changes) this.events.emit('job', { workflow_id: c.workflow_id, run_number: c.run_number, job_id: c.job_id });
   }
-}
-
-/** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */
-function withWait(results: ClaimResult[], receivedMs: number): ClaimResult[] {
-  for (const r of results) r.lease.waited_ms = Math.max(0, r.lease.granted_at_ms - receivedMs);
-  return results;
 }

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { normalizeLabels } from '../domain/labels.js';
+import { DEFAULT_LEASE_TTL_SECS, newLeaseId } from '../domain/lease.js';
+import type { ClaimResult } from '../protocol/wire.js';
+import type { Claimed, JobChange, Store } from '../store/store.js';
+import { StoreUnavailableError } from '../store/index.js';
+import type { ClaimAnswers } from './claim-answers.js';
+import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
+import type { ClaimWait, WorkerClaim } from './engine-options.js';
+import type { LabelSetCache } from './label-cache.js';
+import type { OutageWarnings } from './outage.js';
+
+export interface ClaimsContext {
+  store: Store;
+  now: () => number;
+  log: Logger;
+  outage: OutageWarnings;
+  labelSets: LabelSetCache;
+  answers: () => ClaimAnswers;
+  /** Jobs just claimed (their state changed to running). */
+  claimed: (claimed: readonly Claimed[]) => void;
+  /** Durable changes of jobs handed back. */
+  announce: (changes: readonly JobChange[]) => void;
+  claimSweepMs?: number;
+}
+
+/**
+ * The worker protocol's claims (SPEC "Claiming"; README "How a run works"): one store claim over the
+ * label sets a worker fits, long polls that wait for a fitting job (claim-waiters.ts), and the hand-back
+ * of claims whose answer never reached their worker.
+ */
+export class Claims {
+  private readonly waiters: ClaimWaiters;
+
+  constructor(private readonly ctx: ClaimsContext) {
+    this.waiters = new ClaimWaiters(
+      (ask) =>
+        this.claimOnce(ask).catch((err: unknown) => {
+          // The waiters keep waiting; their next wake-up or sweep tries again.
+          if (err instanceof StoreUnavailableError) ctx.outage.warn('long-poll claims', err);
+          throw err;
+        }),
+      ctx.claimSweepMs,
+    );
+  }
+
+  /**
+   * Up to `max` jobs at once, each with its own lease, in the same order. With `waitMs`, a claim
+   * that finds nothing waits for a job to become claimable until then (long poll), and answers [] at
+   * the deadline or when `signal` aborts.
+   */
+  async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
+    const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
+    const received = this.ctx.now();
+    const now = await this.claimOnce(ask);
+    if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
+    return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
+  }
+
+  /**
+   * Puts the jobs of claims that never reached their client back in the queue at once, attempt and
+   * place unchanged, instead of leaving them leased until the lease runs out.
+   */
+  async release(claims: readonly ClaimResult[]): Promise<void> {
+    if (claims.length === 0) return;
+    const changes = await this.ctx.store.releaseLeases(claims.map((c) => c.lease.lease_id));
+    this.ctx.log.info({ leases: claims.map((c) => c.lease.lease_id) }, 'claim answer undeliverable; jobs put back');
+    this.ctx.announce(changes);
+  }
+
+  /** Something may have become claimable: waiting claims look again. */
+  wake(): void {
+    this.waiters.wake();
+  }
+
+  /** A job becomes claimable at `atMs` (a retry's backoff ends). */
+  wakeAt(atMs: number): void {
+    this.waiters.wakeAt(atMs, this.ctx.now());
+  }
+
+  /** How many claims are waiting for a job right now. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /** Ends every waiting claim with nothing (graceful shutdown). */
+  close(): void {
+    this.waiters.close();
+  }
+
+  private async claimOnce(ask: NormalizedClaim): Promise<ClaimResult[]> {
+    const now = this.ctx.now();
+    const keys = await this.ctx.labelSets.keysFitting(ask.labels, now);
+    if (keys.length === 0) {
+      // Still a sign of life from the worker, as every claim is.
+      await this.ctx.store.registerWorker(ask.worker_id, ask.labels, now);
+      return [];
+    }
+    const claimed = await this.ctx.store.claim({
+      worker_id: ask.worker_id,
+      worker_labels: ask.labels,
+      label_keys: keys,
+      ttl_secs: ask.lease_ttl_secs ?? DEFAULT_LEASE_TTL_SECS,
+      max: ask.max,
+      lease_ids: Array.from({ length: ask.max }, () => newLeaseId(now, randomUUID)),
+      now_ms: now,
+      token_name: ask.token_name ?? null,
+    });
+    if (claimed.length === 0) return [];
+    this.ctx.claimed(claimed);
+    return this.ctx.answers().answer(claimed, ask.token_name ?? null);
+  }
+}
+
+/** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */
+function withWait(results: ClaimResult[], receivedMs: number): ClaimResult[] {
+  for (const r of results) r.lease.waited_ms = Math.max(0, r.lease.granted_at_ms - receivedMs);
+  return results;
+}
