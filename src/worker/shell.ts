@@ -346,14 +346,13 @@ export function createShellHandler(opts: ShellHandlerOptions = {}): JobHandler {
   }
 }
 
-/** The environment without unset entries (a `ProcessEnv` may hold `undefined`), as the launcher passes it on. */
+/**
+ * The environment without unset entries (a `ProcessEnv` may hold `undefined`), as the launcher passes
+ * it on. Built with fromEntries, which defines each key as its own property: an assignment would turn
+ * a variable named `__proto__` (a workflow's env, an output's name) into a prototype and drop it.
+ */
 function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const k of Object.keys(env)) {
-    const v = env[k];
-    if (v !== undefined) out[k] = v;
-  }
-  return out;
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined));
 }
 
 /** The shell handler with default options. */
