@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pgUnavailable, PG_ADMIN_URL } from './lib/pg.js';
 import { BENCH_DIR, buildSnapshot, cleanup, REPO_DIR, useWeftBin, type BuildOutcome } from './lib/procs.js';
-import { emptyRow, markdownTable, type Row } from './lib/report.js';
+import { emptyRow, markdownTable, settleReps, type Row } from './lib/report.js';
 import { loadSettings, type Settings, type StoreKind } from './lib/settings.js';
 import { errorMessage, median, round } from './lib/util.js';
 import { pgCpuNote } from './lib/pgcpu.js';
@@ -96,15 +96,7 @@ function throughputRows(s: Settings, pgSkip: string | null): ThroughputRowState[
 
 function finishThroughput(st: ThroughputRowState, s: Settings): void {
   const { row, reps } = st;
-  row.raw = st.failures.length ? [...reps, { failures: st.failures }] : reps;
-  if (row.status !== 'ok') return;
-  if (reps.length === 0) {
-    row.status = 'error';
-    row.note = st.failures.join('; ');
-    return;
-  }
-  const mid = median(reps.map((r) => r.jobs_per_sec));
-  row.jobs_per_sec = mid === null ? null : round(mid, 1);
+  if (!settleReps(row, reps, st.failures)) return;
   row.latency = {
     what: st.mode === 'batch' ? 'batched request round trip' : 'claim round trip',
     p50_ms: round(median(reps.map((r) => r.latency.p50_ms))),

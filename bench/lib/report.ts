@@ -1,5 +1,6 @@
 /** Result rows, the markdown table and bench/results.json. */
 import type { Section, StoreKind } from './settings.js';
+import { median, round } from './util.js';
 
 export type RowStatus = 'ok' | 'unsupported' | 'skipped' | 'error';
 
@@ -50,6 +51,24 @@ function notes(row: Row): string {
   if (typeof s.errors === 'number' && s.errors > 0) parts.push(`${s.errors} request errors`);
   if (s.timed_out === true && !row.note) parts.push('stopped at the time budget');
   return parts.join('; ').replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+/**
+ * Puts a row's repetitions in: the raw figures (with the failures), and the median jobs/s. Answers
+ * false when there is nothing more to fill in: the row was skipped or unsupported, or no repetition
+ * could be measured (the row is then an error naming why).
+ */
+export function settleReps(row: Row, reps: ReadonlyArray<{ jobs_per_sec: number | null }>, failures: readonly string[]): boolean {
+  row.raw = failures.length ? [...reps, { failures }] : [...reps];
+  if (row.status !== 'ok') return false;
+  if (reps.length === 0) {
+    row.status = 'error';
+    row.note = failures.join('; ');
+    return false;
+  }
+  const mid = median(reps.map((r) => r.jobs_per_sec));
+  row.jobs_per_sec = mid === null ? null : round(mid, 1);
+  return true;
 }
 
 export function markdownTable(rows: readonly Row[]): string {

@@ -12,7 +12,7 @@ import { createDatabase, PG_ADMIN_URL, type TempDatabase } from '../lib/pg.js';
 import { databaseOf, pgCpuNote, PgCpuSampler, type PgCpuOutcome } from '../lib/pgcpu.js';
 import { BENCH_DIR, REPO_DIR, trackChild } from '../lib/procs.js';
 import type { RefConfig, RefFromChild, RefKind, RefResult, RefToChild } from '../lib/ref-protocol.js';
-import { emptyRow, type Row } from '../lib/report.js';
+import { emptyRow, settleReps, type Row } from '../lib/report.js';
 import type { Settings } from '../lib/settings.js';
 import { errorMessage, median, now, round } from '../lib/util.js';
 
@@ -151,15 +151,7 @@ interface RefRowState {
 
 function finish(st: RefRowState, s: Settings): void {
   const { row, reps } = st;
-  row.raw = st.failures.length ? [...reps, { failures: st.failures }] : reps;
-  if (row.status !== 'ok') return;
-  if (reps.length === 0) {
-    row.status = 'error';
-    row.note = st.failures.join('; ');
-    return;
-  }
-  const mid = median(reps.map((r) => r.jobs_per_sec));
-  row.jobs_per_sec = mid === null ? null : round(mid, 1);
+  if (!settleReps(row, reps, st.failures)) return;
   row.summary = {
     reps: reps.length,
     completed: reps.map((r) => r.completed),
