@@ -9,6 +9,8 @@ export interface NormalizedClaim {
   max: number;
   /** The claim's token, recorded on its leases. */
   token_name?: string | null;
+  /** When a try of this claim last recorded its worker as seen (Claims.claimOnce). */
+  seen_at_ms?: number;
 }
 
 interface Waiter {

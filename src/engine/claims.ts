@@ -36,7 +36,7 @@ export class Claims {
   constructor(private readonly ctx: ClaimsContext) {
     this.waiters = new ClaimWaiters(
       (ask) =>
-        this.claimOnce(ask).catch((err: unknown) => {
+        this.claimOnce(ask, true).catch((err: unknown) => {
           // The waiters keep waiting; their next wake-up or sweep tries again.
           if (err instanceof StoreUnavailableError) ctx.outage.warn('long-poll claims', err);
           throw err;
@@ -89,12 +89,21 @@ export class Claims {
     this.waiters.close();
   }
 
-  private async claimOnce(ask: NormalizedClaim): Promise<ClaimResult[]> {
+  /**
+   * One try of a claim. `retry`: a waiting long poll tried again on a wake-up, which is not a call of
+   * the worker: it records the worker only when it takes a job (StoreClaim.retry), or when the worker
+   * was last recorded by this claim RETRY_SIGHTING_MS ago, so that one waiting in a long poll never
+   * looks offline. Most wake-ups of a waiting claim find nothing (another claim took the job), and
+   * such a try then writes nothing.
+   */
+  private async claimOnce(ask: NormalizedClaim, retry = false): Promise<ClaimResult[]> {
     const now = this.ctx.now();
+    const sighting = !retry || now - (ask.seen_at_ms ?? Number.NEGATIVE_INFINITY) >= RETRY_SIGHTING_MS;
+    if (sighting) ask.seen_at_ms = now;
     const keys = await this.ctx.labelSets.keysFitting(ask.labels, now);
     if (keys.length === 0) {
       // Still a sign of life from the worker, as every claim is.
-      await this.ctx.store.registerWorker(ask.worker_id, ask.labels, now);
+      if (sighting) await this.ctx.store.registerWorker(ask.worker_id, ask.labels, now);
       return [];
     }
     const claimed = await this.ctx.store.claim({
@@ -106,12 +115,16 @@ export class Claims {
       lease_ids: Array.from({ length: ask.max }, () => newLeaseId(now, randomUUID)),
       now_ms: now,
       token_name: ask.token_name ?? null,
+      retry: !sighting,
     });
     if (claimed.length === 0) return [];
     this.ctx.claimed(claimed);
     return this.ctx.answers().answer(claimed, ask.token_name ?? null);
   }
 }
+
+/** How often a waiting claim's tries record its worker as seen when they take nothing (Claims.claimOnce). */
+const RETRY_SIGHTING_MS = 10_000;
 
 /** Each lease says how long the claim waited on the server before it was granted (LeaseView.waited_ms). */
 function withWait(results: ClaimResult[], receivedMs: number): ClaimResult[] {

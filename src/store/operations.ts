@@ -244,6 +244,13 @@ export interface StoreClaim {
   now_ms: number;
   /** The name of the token the claim came with, recorded on each lease; absent or null: none. */
   token_name?: string | null;
+  /**
+   * Absent or false: the claim is the worker's own call, which counts as seen (CONTRACT "Workers")
+   * whether it takes a job or not. True: a waiting long-poll claim tried again on a wake-up; the
+   * worker is recorded only when it takes a job, so that a try that finds nothing writes nothing
+   * (no commit, no fsync: docs/performance.md "Real workers").
+   */
+  retry?: boolean;
 }
 
 export interface Claimed {

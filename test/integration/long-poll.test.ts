@@ -148,6 +148,38 @@ describe('long-poll claim', () => {
     assert.equal(zero.status, 200);
   });
 
+  test('a waiting claim is a sign of life when it arrives, when it takes a job, and every 10 s while it waits; its other tries write nothing', async (t) => {
+    let clock = 1_000_000;
+    // A sweep every 20 ms retries each queue's head, as the wake-ups do.
+    const s = await serve(t, { now: () => clock, claimSweepMs: 20 });
+    const seen = async (worker: string) => {
+      const r = await request('GET', `${s.url}/api/workers`);
+      return (r.body as Array<{ worker_id: string; last_seen_ms: number }>).find((w) => w.worker_id === worker)?.last_seen_ms;
+    };
+    await s.c.createWorkflow({ id: 'other', jobs: { o: { run: 'true', labels: ['other'] } } });
+    const idle = waitingClaim(s.url, 'idle', ['idle'], 60);
+    await parked(s, 1);
+    assert.equal(await seen('idle'), 1_000_000, 'its call counts as seen');
+
+    // Within 10 s, its tries record nothing. Its queue is served before the other waiter's, whose
+    // answer therefore comes after at least one try of it at this time.
+    clock = 1_009_000;
+    const other = waitingClaim(s.url, 'taker', ['other']);
+    await parked(s, 2);
+    clock = 1_009_500;
+    await s.c.run('other');
+    assert.equal((await other).body.job.job_id, 'o');
+    assert.equal(await seen('idle'), 1_000_000, 'a try that took nothing within 10 s wrote nothing');
+    assert.equal(await seen('taker'), 1_009_500, 'a try that took a job recorded its worker');
+
+    // 10 s on, a try records it again, so that a worker waiting in a long poll never looks offline.
+    clock = 1_010_000;
+    await until(async () => (await seen('idle')) === 1_010_000, 'a try of the waiting claim 10 s after its call records its worker', 10_000, 10);
+    assert.equal(s.engine.waitingClaims, 1);
+    await s.close();
+    assert.equal((await idle).text, 'null');
+  });
+
   test('a graceful close answers waiting claims with null at once', async (t) => {
     const s = await startInProcess();
     const pending = waitingClaim(s.url, 'w', ['never'], 60);

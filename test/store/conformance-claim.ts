@@ -64,6 +64,35 @@ export function claimCases(withStore: Case): void {
     assert.deepEqual(idle && [idle.labels, idle.last_seen_ms], [['x'], 6000]);
   });
 
+  withStore('a retried waiting claim records its worker only when it takes a job, alone or together with other claims', async (store) => {
+    await start(store, 'w', 1000, { a: {}, b: {} });
+    await claimOne(store, 2000, 'a', { worker: 'busy' });
+    // Nothing for it: not recorded (a retry is no call of the worker's; the store writes nothing).
+    assert.deepEqual(await claim(store, 3000, { worker: 'ghost', keys: [labelKey(['none'])], retry: true }), []);
+    assert.equal(await read(store, (r) => r.getWorker('ghost')), null);
+    assert.deepEqual(await claim(store, 3000, { worker: 'busy', keys: [labelKey(['none'])], retry: true }), []);
+    assert.equal((await read(store, (r) => r.getWorker('busy')))?.last_seen_ms, 2000, 'an empty retry leaves last_seen_ms alone');
+    // A retry that takes a job records its worker as a call would.
+    await claimOne(store, 4000, 'b', { worker: 'ghost', labels: ['x'], retry: true });
+    const ghost = await read(store, (r) => r.getWorker('ghost'));
+    assert.deepEqual(ghost && [ghost.labels, ghost.last_seen_ms], [['x'], 4000]);
+    // Several at once (one statement on PostgreSQL): each is recorded by its own rule.
+    await start(store, 'v', 5000, { c: {} });
+    const got = await Promise.all([
+      claim(store, 6000, { worker: 'r1', retry: true }),
+      claim(store, 6000, { worker: 'r2', retry: true }),
+      claim(store, 6000, { worker: 'caller' }),
+    ]);
+    assert.equal(got.flat().length, 1, 'the one job went to one of them');
+    const taker = got.findIndex((g) => g.length === 1);
+    const seen = await Promise.all(['r1', 'r2', 'caller'].map((w) => read(store, (r) => r.getWorker(w))));
+    assert.deepEqual(
+      seen.map((wk) => wk?.last_seen_ms ?? null),
+      ['r1', 'r2', 'caller'].map((w, i) => (w === 'caller' || i === taker ? 6000 : null)),
+      `recorded: the caller and the taker (${taker})`,
+    );
+  });
+
   withStore('claim hands out the oldest first by ready_at_ms, then row order, across label keys', async (store) => {
     // Started later in wall order but with an earlier clock, so rows and ready times disagree.
     await start(store, 'late', 500, { y: {}, x: {} });

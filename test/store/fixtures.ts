@@ -122,6 +122,8 @@ export interface ClaimOpts {
   ttl?: number;
   /** The token the claim comes with (recorded on its leases). */
   token?: string;
+  /** A waiting claim tried again (StoreClaim.retry). */
+  retry?: boolean;
 }
 
 export function claimRequest(now: number, o: ClaimOpts = {}) {
@@ -136,6 +138,7 @@ export function claimRequest(now: number, o: ClaimOpts = {}) {
     lease_ids: Array.from({ length: max }, () => randomUUID()),
     now_ms: now,
     ...(o.token !== undefined ? { token_name: o.token } : {}),
+    ...(o.retry !== undefined ? { retry: o.retry } : {}),
   };
 }
 

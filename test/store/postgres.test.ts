@@ -71,7 +71,7 @@ storeConformance(
 const CLAIM_PARAMS = [['', '["gpu"]'], 0, 8]; // label keys, now, per-key limit
 // keys, now, slots; per slot: lease id, worker id, ttl, expiry, token, now; per worker: id, labels (JSON), now
 const CLAIM_STATEMENT_PARAMS = [
-  ['', '["gpu"]'], 0, 2, ['l1', 'l2'], ['wk', 'wk'], [30, 30], [30_000, 30_000], ['tok', 'tok'], [0, 0], ['wk'], ['[]'], [0],
+  ['', '["gpu"]'], 0, 2, ['l1', 'l2'], ['wk', 'wk'], [30, 30], [30_000, 30_000], ['tok', 'tok'], [0, 0], ['wk'], ['[]'], [0], [1],
 ];
 const EXPIRY_PARAMS = [0, 100]; // now, limit
 const TIMEOUT_PARAMS = [0, 100]; // now, limit

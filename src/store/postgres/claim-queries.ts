@@ -64,7 +64,9 @@ export const CLAIM_QUERIES = {
    * $1..$3 as claimCandidates ($2 the earliest claimer's now, $3 = slots), per slot: $4 lease id,
    * $5 worker id, $6 ttl secs (int[]), $7 lease expiry (bigint[]), $8 token name (or NULL), $9 now
    * (bigint[]); per distinct worker, in worker_id order (the lock order of their rows): $10 worker id,
-   * $11 labels (JSON text), $12 now (bigint[]).
+   * $11 labels (JSON text), $12 now (bigint[]), $13 whether it is recorded even if it takes no job
+   * (int[], 1 or 0: 0 only when all its claims here are retries, StoreClaim.retry; postgres.js sends
+   * no boolean arrays).
    */
   claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
     ), pick AS (
@@ -72,7 +74,9 @@ export const CLAIM_QUERIES = {
       ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int
     ), ${grantLeases({ now: nth('$9', 'bigint'), leaseId: nth('$4', 'text'), worker: nth('$5', 'text'), ttl: nth('$6', 'int'), expires: nth('$7', 'bigint'), token: nth('$8', 'text') })}, seen AS (
       INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
-      SELECT w.worker_id, w.labels, w.now_ms, w.now_ms FROM unnest($10::text[], $11::text[], $12::bigint[]) AS w(worker_id, labels, now_ms)
+      SELECT w.worker_id, w.labels, w.now_ms, w.now_ms
+      FROM unnest($10::text[], $11::text[], $12::bigint[], $13::int[]) AS w(worker_id, labels, now_ms, always)
+      WHERE w.always = 1 OR w.worker_id IN (SELECT t.worker_id FROM taken t)
       ORDER BY w.worker_id
       ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
     )

@@ -54,7 +54,7 @@ function claimer(sql: Sql): Coalescer<ClaimCall, Row[]> {
 async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row[][]> {
   const slots = { leaseIds: [] as string[], workers: [] as string[], ttls: [] as number[], expires: [] as number[], tokens: [] as Array<string | null>, nows: [] as number[] };
   const owner: number[] = [];
-  const seen = new Map<string, { labels: string; now: number }>();
+  const seen = new Map<string, { labels: string; now: number; always: boolean }>();
   batch.forEach((call, i) => {
     const { req } = call;
     for (let k = 0; k < call.max; k++) {
@@ -66,9 +66,11 @@ async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row
       slots.nows.push(req.now_ms);
       owner.push(i);
     }
-    // A worker claiming twice in one statement is recorded as its later claim would have left it.
+    // A worker claiming twice in one statement is recorded as its later claim would have left it;
+    // unless all its claims are retries that take nothing (StoreClaim.retry).
+    const always = !req.retry || (seen.get(req.worker_id)?.always ?? false);
     seen.delete(req.worker_id);
-    seen.set(req.worker_id, { labels: JSON.stringify(req.worker_labels), now: req.now_ms });
+    seen.set(req.worker_id, { labels: JSON.stringify(req.worker_labels), now: req.now_ms, always });
   });
   const workers = [...seen.keys()].sort();
   const rows = await writeStatement(sql, QUERIES.claim, [
@@ -84,6 +86,7 @@ async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row
     workers,
     workers.map((w) => seen.get(w)!.labels),
     workers.map((w) => seen.get(w)!.now),
+    workers.map((w) => (seen.get(w)!.always ? 1 : 0)),
   ]);
   const answers: Row[][] = batch.map(() => []);
   for (const r of rows) answers[owner[(r.n as number) - 1]!]!.push(r);

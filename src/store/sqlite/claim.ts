@@ -15,7 +15,9 @@ import { jobByRowId, runsUnder, settleLease } from './settle.js';
  */
 export function claim(c: Conn, req: StoreClaim): Claimed[] {
   const now = req.now_ms;
-  c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
+  const see = () => c.q('seeWorker').run(req.worker_id, JSON.stringify(req.worker_labels), now, now);
+  // A retry that takes nothing leaves the transaction empty (StoreClaim.retry).
+  if (!req.retry) see();
   const max = Math.min(req.max, req.lease_ids.length);
   if (max <= 0 || req.label_keys.length === 0) return [];
   const candidates: Candidate[] = [];
@@ -54,6 +56,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
     const job = toJob(row);
     claimed.push({ job, lease: newLease(job, leaseId, req.worker_id, req.ttl_secs, now, expires, tokenName) });
   }
+  if (req.retry && claimed.length > 0) see();
   return claimed;
 }
 
