@@ -32,6 +32,7 @@ import type {
 } from '../protocol/index.js';
 import type { ArtifactView } from '../domain/artifacts.js';
 import { nodeUpload } from './node-upload.js';
+import type { PlainAnswer } from './node-json.js';
 import { artifactUrlPath, downloadArtifact, listArtifacts, uploadArtifact, type ArtifactList, type ArtifactTransport } from './artifacts.js';
 
 /**
@@ -115,6 +116,7 @@ export class WorkflowClient {
   readonly baseUrl: string;
   private readonly timeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  private readonly plainCalls: boolean;
   /** Headers every request carries (the token, when one is given). */
   private readonly baseHeaders: Readonly<Record<string, string>>;
 
@@ -123,6 +125,8 @@ export class WorkflowClient {
     this.baseUrl = o.baseUrl.replace(/\/+$/, '');
     this.timeoutMs = o.timeoutMs ?? 30_000;
     this.fetchImpl = o.fetch ?? fetch;
+    // In Node, without a fetch of the caller's, JSON calls go through node:http (./node-json.ts).
+    this.plainCalls = o.fetch === undefined && typeof process !== 'undefined' && process.versions?.node !== undefined;
     this.baseHeaders = o.token ? { authorization: `Bearer ${o.token}` } : {};
   }
 
@@ -250,7 +254,7 @@ export class WorkflowClient {
     } catch (err) {
       throw networkError(err, 'GET', path, null, opts.signal);
     }
-    if (!res.ok) throw await apiError(res, 'GET', path);
+    if (!res.ok) throw await fetchError(res, 'GET', path);
     if (!res.body) return;
     const queue: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (e) => queue.push(e) });
@@ -404,7 +408,7 @@ export class WorkflowClient {
         } catch (err) {
           throw networkError(err, method, path, null, init.signal ?? undefined);
         }
-        if (!res.ok) throw await apiError(res, method, path);
+        if (!res.ok) throw await fetchError(res, method, path);
         return res;
       },
     };
@@ -432,23 +436,24 @@ export class WorkflowClient {
     }
     const timeoutMs = Math.max(1, Math.ceil(opts.timeoutMs ?? this.timeoutMs));
     const timeout = AbortSignal.timeout(timeoutMs);
-    const init: RequestInit = {
-      method,
-      signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
-      headers: body === undefined ? this.baseHeaders : { ...this.baseHeaders, 'content-type': 'application/json' },
-    };
-    if (body !== undefined) init.body = JSON.stringify(body);
-    let res: Response;
-    let text: string;
+    const signal = opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout;
+    const headers = body === undefined ? this.baseHeaders : { ...this.baseHeaders, 'content-type': 'application/json' };
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let answer: PlainAnswer;
     try {
-      res = await this.fetchImpl(url, init);
-      if (!res.ok) throw await apiError(res, method, path);
-      text = await res.text();
+      if (this.plainCalls) {
+        answer = await (await import('./node-json.js')).jsonCall(url, method, headers, payload, signal);
+      } else {
+        const res = await this.fetchImpl(url, { method, signal, headers, ...(payload !== undefined ? { body: payload } : {}) });
+        if (!res.ok) throw await fetchError(res, method, path);
+        answer = { status: res.status, statusText: res.statusText, text: await res.text() };
+      }
     } catch (err) {
       if (err instanceof WorkflowApiError) throw err;
       throw networkError(err, method, path, timeout.aborted ? timeoutMs : null, opts.signal);
     }
-    return (text === '' ? undefined : JSON.parse(text)) as T;
+    if (answer.status < 200 || answer.status > 299) throw apiError(answer, method, path);
+    return (answer.text === '' ? undefined : JSON.parse(answer.text)) as T;
   }
 }
 
@@ -475,8 +480,13 @@ function causeText(err: unknown): string {
 
 const enc = encodeURIComponent;
 
-async function apiError(res: Response, method: string, path: string): Promise<WorkflowApiError> {
-  const text = await res.text().catch(() => '');
+/** The error of a refused fetch, its body read. */
+async function fetchError(res: Response, method: string, path: string): Promise<WorkflowApiError> {
+  return apiError({ status: res.status, statusText: res.statusText, text: await res.text().catch(() => '') }, method, path);
+}
+
+function apiError(res: PlainAnswer, method: string, path: string): WorkflowApiError {
+  const text = res.text;
   let body: unknown = text;
   let error = 'http_error';
   let message = text || res.statusText;

@@ -5,7 +5,7 @@
  * move as streams, hashed on the way, so a large one costs a few buffers of memory, never its size.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, type Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,25 +29,64 @@ export function defaultWorkRoot(): string {
 /** Most directory entries a pattern walk looks at before giving up (a pattern over a huge tree). */
 const MAX_WALK_ENTRIES = 200_000;
 
+/** WORK_DIRs this process has made (or found) already: the mkdir is not repeated at every attempt. */
+const madeRoots = new Set<string>();
+
+/** Refuses a WORK_DIR that is a symbolic link or another user's (under a shared /tmp someone could plant one). */
+function rootProblem(root: string, st: Stats): string | null {
+  if (!st.isDirectory()) return `WORK_DIR ${root} is not a directory (a symbolic link is not followed)`;
+  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
+    return `WORK_DIR ${root} belongs to another user (uid ${st.uid}); the worker uses only a directory of its own`;
+  }
+  return null;
+}
+
 /**
  * Makes the attempt's fresh directory under `root` (created if missing, and refused when it is a
- * symbolic link or another user's: under a shared /tmp someone else could have planted it).
- * `owner`: JOB_USER's ids, who must be able to write there.
+ * symbolic link or another user's). `owner`: JOB_USER's ids, who must be able to write there.
+ *
+ * The root is checked at every attempt, but beside the mkdtemp rather than before it: both go to the
+ * thread pool at once, so the attempt waits for one file-system round trip instead of three (a job's
+ * turn-around is a few milliseconds; docs/performance.md "Real workers"). A directory made inside a
+ * root that fails the check is removed again (it is empty) before the attempt is refused.
  */
 export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { uid: number; gid: number }): Promise<string> {
-  await fs.mkdir(root, { recursive: true, mode: 0o711 });
-  const st = await fs.lstat(root);
-  if (!st.isDirectory()) throw new Error(`WORK_DIR ${root} is not a directory (a symbolic link is not followed)`);
-  if (typeof process.getuid === 'function' && st.uid !== process.getuid()) {
-    throw new Error(`WORK_DIR ${root} belongs to another user (uid ${st.uid}); the worker uses only a directory of its own`);
-  }
   const label = `${job.workflow_id}-${job.run_number}-${job.job_id}-${job.attempt}`.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 100);
-  const dir = await fs.mkdtemp(path.join(root, `${label}-`));
+  const prefix = path.join(root, `${label}-`);
+  if (!madeRoots.has(root)) {
+    await fs.mkdir(root, { recursive: true, mode: 0o711 });
+    madeRoots.add(root);
+  }
+  let [made, st] = await Promise.allSettled([fs.mkdtemp(prefix), fs.lstat(root)]);
+  if (made.status === 'rejected' && st.status === 'rejected' && (made.reason as NodeJS.ErrnoException).code === 'ENOENT') {
+    // Removed since this process made it: made again.
+    await fs.mkdir(root, { recursive: true, mode: 0o711 });
+    [made, st] = await Promise.allSettled([fs.mkdtemp(prefix), fs.lstat(root)]);
+  }
+  const problem = st.status === 'fulfilled' ? rootProblem(root, st.value) : null;
+  if (problem !== null || st.status === 'rejected') {
+    if (made.status === 'fulfilled') await fs.rmdir(made.value).catch(() => undefined);
+    if (problem !== null) throw new Error(problem);
+    throw (st as PromiseRejectedResult).reason;
+  }
+  if (made.status === 'rejected') throw made.reason;
+  const dir = made.value;
   if (owner) await fs.chown(dir, owner.uid, owner.gid);
   return dir;
 }
 
+/**
+ * Removes the attempt's directory: one rmdir when the job left it empty (most do), the recursive
+ * walk only when it did not.
+ */
 export async function removeAttemptDir(dir: string): Promise<void> {
+  try {
+    await fs.rmdir(dir);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    // Not empty (ENOTEMPTY), or anything else: the recursive removal as before.
+  }
   await fs.rm(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 

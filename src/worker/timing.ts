@@ -1,6 +1,5 @@
 /** The worker's clock, its retry backoff and the wake-ups its loops wait on. */
 import { performance } from 'node:perf_hooks';
-import { sleep } from '../util/sleep.js';
 
 /** Monotonic milliseconds: lease expiry and deadlines must not move with the wall clock. */
 export const now = () => performance.now();
@@ -21,14 +20,30 @@ export function whenAborted(signal: AbortSignal): Promise<void> {
   });
 }
 
-/** A resettable wake-up: `wait()` resolves at the next `poke()` (or after `ms`). */
+/**
+ * A resettable wake-up: `wait()` resolves at the next `poke()` (or after `ms`). Plain callbacks, not
+ * an AbortController: a worker pokes several times per job, and each abort without a reason builds a
+ * DOMException with its stack.
+ */
 export class Wakeup {
-  private controller = new AbortController();
+  private waiting = new Set<() => void>();
   poke(): void {
-    this.controller.abort();
-    this.controller = new AbortController();
+    if (this.waiting.size === 0) return;
+    const woken = this.waiting;
+    this.waiting = new Set();
+    for (const wake of woken) wake();
   }
   wait(ms?: number): Promise<void> {
-    return ms === undefined ? whenAborted(this.controller.signal) : sleep(ms, this.controller.signal);
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiting.delete(wake);
+        resolve();
+      };
+      this.waiting.add(wake);
+      // Without `ms` it holds no timer, so it keeps nothing alive.
+      if (ms !== undefined) timer = setTimeout(wake, Math.max(0, ms));
+    });
   }
 }

@@ -4,6 +4,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { WorkflowApiError, WorkflowClient, WorkflowNetworkError, type LogStreamEvent } from '../../src/client/index.js';
 import { startInProcess, type InProcessServer } from '../helpers/server.js';
 
@@ -148,6 +150,50 @@ test('a server that is not there: WorkflowNetworkError naming the call', async (
   assert.ok(err instanceof WorkflowNetworkError, String(err));
   assert.match((err as Error).message, /GET \/api\/workers/);
 });
+
+/** A peer that is not weft: answers by `route`, counting the connections it was opened. */
+async function oddPeer(t: { after: (fn: () => unknown) => void }, route: (req: http.IncomingMessage, res: http.ServerResponse) => void) {
+  let connections = 0;
+  const server = http.createServer(route);
+  server.on('connection', () => connections++);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(r));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections };
+}
+
+for (const via of ['node:http', 'a given fetch'] as const) {
+  test(`calls through ${via}: kept-alive connections, a proxy's page, a timeout and an abort, each told apart`, async (t) => {
+    const fetched: string[] = [];
+    const opts = via === 'a given fetch' ? { fetch: (input: string | URL | Request, init?: RequestInit) => (fetched.push(String(input)), fetch(input, init)) } : {};
+    const peer = await oddPeer(t, (req, res) => {
+      if (req.url === '/api/workers') return void res.setHeader('content-type', 'application/json').end('[]');
+      if (req.url === '/api/workflows/proxy/status') return void res.writeHead(502, 'Bad Gateway', { 'content-type': 'text/html' }).end('<h1>upstream down</h1>');
+      // /api/workflows/slow/status: never answered (the client's deadline or its signal ends it).
+    });
+    const c = new WorkflowClient({ baseUrl: peer.url, timeoutMs: 300, ...opts });
+    for (let i = 0; i < 5; i++) assert.deepEqual(await c.listWorkers(), []);
+    if (via === 'node:http') assert.equal(peer.connections(), 1, 'calls one after another share one kept-alive connection');
+    const proxy = await c.getStatus('proxy').then(() => assert.fail('expected a 502'), (e: unknown) => e);
+    assert.ok(proxy instanceof WorkflowApiError, String(proxy));
+    assert.deepEqual([proxy.status, proxy.statusText, proxy.error, proxy.serverMessage], [502, 'Bad Gateway', 'http_error', '<h1>upstream down</h1>']);
+    const slow = await c.getStatus('slow').then(() => assert.fail('expected a timeout'), (e: unknown) => e);
+    assert.ok(slow instanceof WorkflowNetworkError, String(slow));
+    assert.deepEqual([slow.name, slow.timedOut, slow.message], ['TimeoutError', true, 'GET /api/workflows/slow/status: no answer within 0.3 s']);
+    const stop = new AbortController();
+    const aborted = c.getStatus('slow').then(() => assert.fail('expected an abort'), (e: unknown) => e);
+    // Through the worker-protocol path, which takes a signal.
+    const claimed = c.claim('w', [], 30, { signal: stop.signal, timeoutMs: 60_000 }).then(() => assert.fail('expected an abort'), (e: unknown) => e);
+    stop.abort();
+    const a = await claimed;
+    assert.ok(a instanceof WorkflowNetworkError, String(a));
+    assert.deepEqual([a.timedOut, a.message], [false, 'POST /api/jobs/claim: aborted']);
+    assert.ok((await aborted) instanceof WorkflowNetworkError);
+    assert.deepEqual(fetched.length > 0, via === 'a given fetch', 'a given fetch is the one used');
+  });
+}
 
 async function drain(it: AsyncIterable<unknown>): Promise<void> {
   for await (const _ of it) {

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { artifactNameProblem, formatBytes, globToRegExp } from '../../src/domain/artifacts.js';
 import { parseRange } from '../../src/http/routes/artifacts.js';
 import { downloadJobIds } from '../../src/engine/artifacts.js';
-import { insideDir, matchArtifacts } from '../../src/worker/artifacts.js';
+import { insideDir, makeAttemptDir, matchArtifacts, removeAttemptDir } from '../../src/worker/artifacts.js';
+import type { ClaimedJob } from '../../src/protocol/wire.js';
 
 test('artifact names: relative paths that stay inside any directory', () => {
   for (const ok of ['a', 'dist/app.js', 'a b/c (1).txt', '.hidden', 'a..b', '..a', 'é/ü', 'x'.repeat(255)]) {
@@ -61,6 +62,45 @@ test('the worker matches files only, never through or as a symbolic link, and jo
   assert.equal(insideDir(dir, 'out/a.txt'), path.join(dir, 'out', 'a.txt'));
   assert.throws(() => insideDir(dir, '../x'), /must not contain a "\.\." segment/);
   assert.throws(() => insideDir(dir, '/etc/passwd'), /absolute/);
+});
+
+test('attempt directories: a WORK_DIR planted as a link is refused, one removed since its check is made again, and an attempt leaves nothing behind', async (t) => {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-attempt-unit-'));
+  t.after(() => fs.rmSync(base, { recursive: true, force: true }));
+  const job = { workflow_id: 'wf/../x', run_number: 3, job_id: 'build', attempt: 1 } as ClaimedJob;
+
+  // Someone else's directory planted where WORK_DIR is to be: the worker does not write through the link.
+  const target = path.join(base, 'elsewhere');
+  fs.mkdirSync(target);
+  const planted = path.join(base, 'planted');
+  fs.symlinkSync(target, planted);
+  await assert.rejects(makeAttemptDir(planted, job), /WORK_DIR .*planted is not a directory \(a symbolic link is not followed\)/);
+  assert.deepEqual(fs.readdirSync(target), []);
+
+  const root = path.join(base, 'work');
+  const first = await makeAttemptDir(root, job);
+  assert.equal(path.dirname(first), root);
+  assert.match(path.basename(first), /^wf_.._x-3-build-1-/);
+  assert.equal(fs.statSync(root).mode & 0o777, 0o711);
+  await removeAttemptDir(first);
+  assert.deepEqual(fs.readdirSync(root), []);
+
+  // The root was checked once; removed and replaced by a link since, it is checked again and refused.
+  fs.rmSync(root, { recursive: true });
+  fs.symlinkSync(target, root);
+  await assert.rejects(makeAttemptDir(root, job), /is not a directory \(a symbolic link is not followed\)/);
+  assert.deepEqual(fs.readdirSync(target), []);
+  // Removed outright: it is made again.
+  fs.rmSync(root);
+  const again = await makeAttemptDir(root, job);
+  assert.ok(fs.statSync(again).isDirectory());
+
+  // A job that left files: the directory goes all the same; one already gone is no error.
+  fs.mkdirSync(path.join(again, 'out/deep'), { recursive: true });
+  fs.writeFileSync(path.join(again, 'out/deep/f.txt'), 'x');
+  await removeAttemptDir(again);
+  await removeAttemptDir(again);
+  assert.deepEqual(fs.readdirSync(root), []);
 });
 
 test('definitions: artifacts: and download: are read, checked and left out when absent (the hash stays)', async () => {
