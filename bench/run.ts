@@ -54,30 +54,42 @@ interface ThroughputRowState {
   mode: 'spec' | 'batch';
   /** Servers on the one store (the `servers` rows); 1 otherwise. */
   servers: number;
+  /** `max_jobs` of a batched row. */
+  maxJobs: number;
   reps: ThroughputRep[];
   /** Repetitions that could not be measured at all (the server did not start, say), with why. */
   failures: string[];
 }
 
+/** A batched row's id: `max_jobs` 10 keeps the id the rows had when 10 was the only size. */
+function batchId(base: string, maxJobs: number): string {
+  return maxJobs === 10 ? base : `${base}.${maxJobs}`;
+}
+
 function throughputRows(s: Settings, pgSkip: string | null): ThroughputRowState[] {
   const out: ThroughputRowState[] = [];
   if (s.sections.includes('ceiling')) {
-    out.push({ row: emptyRow('ceiling', 'ceiling: bare node:http, fixed answers', 'ceiling', null), target: 'ceiling', mode: 'spec', servers: 1, reps: [], failures: [] });
+    out.push({ row: emptyRow('ceiling', 'ceiling: bare node:http, fixed answers', 'ceiling', null), target: 'ceiling', mode: 'spec', servers: 1, maxJobs: 1, reps: [], failures: [] });
     if (s.sections.includes('batch')) {
-      const row = emptyRow('ceiling.batch', `ceiling · batched protocol (max_jobs ${s.batchMaxJobs})`, 'ceiling', null);
-      out.push({ row, target: 'ceiling', mode: 'batch', servers: 1, reps: [], failures: [] });
+      for (const n of s.batchSizes) {
+        const row = emptyRow(batchId('ceiling.batch', n), `ceiling · batched protocol (max_jobs ${n})`, 'ceiling', null);
+        out.push({ row, target: 'ceiling', mode: 'batch', servers: 1, maxJobs: n, reps: [], failures: [] });
+      }
     }
   }
   for (const mode of ['spec', 'batch'] as const) {
     if (!s.sections.includes(mode)) continue;
-    for (const store of s.stores) {
-      const label = mode === 'spec' ? `spec path · ${STORE_NAME[store]}` : `batched path · ${STORE_NAME[store]} (max_jobs ${s.batchMaxJobs})`;
-      const row = emptyRow(`${mode}.${store}`, store === 'sqlite' ? `${label}${mode === 'spec' ? ' (synchronous FULL)' : ''}` : label, mode, store);
-      if (store === 'postgres' && pgSkip) {
-        row.status = 'skipped';
-        row.note = `PostgreSQL unreachable at ${PG_ADMIN_URL}: ${pgSkip}`;
+    for (const n of mode === 'spec' ? [1] : s.batchSizes) {
+      for (const store of s.stores) {
+        const label = mode === 'spec' ? `spec path · ${STORE_NAME[store]}` : `batched path · ${STORE_NAME[store]} (max_jobs ${n})`;
+        const id = mode === 'spec' ? `spec.${store}` : batchId(`batch.${store}`, n);
+        const row = emptyRow(id, store === 'sqlite' ? `${label}${mode === 'spec' ? ' (synchronous FULL)' : ''}` : label, mode, store);
+        if (store === 'postgres' && pgSkip) {
+          row.status = 'skipped';
+          row.note = `PostgreSQL unreachable at ${PG_ADMIN_URL}: ${pgSkip}`;
+        }
+        out.push({ row, target: store, mode, servers: 1, maxJobs: n, reps: [], failures: [] });
       }
-      out.push({ row, target: store, mode, servers: 1, reps: [], failures: [] });
     }
   }
   if (s.sections.includes('servers') && s.stores.includes('postgres')) {
@@ -88,7 +100,7 @@ function throughputRows(s: Settings, pgSkip: string | null): ThroughputRowState[
         row.status = 'skipped';
         row.note = `PostgreSQL unreachable at ${PG_ADMIN_URL}: ${pgSkip}`;
       }
-      out.push({ row, target: 'postgres', mode: 'spec', servers: n, reps: [], failures: [] });
+      out.push({ row, target: 'postgres', mode: 'spec', servers: n, maxJobs: 1, reps: [], failures: [] });
     }
   }
   return out;
@@ -155,7 +167,7 @@ async function main(): Promise<void> {
     for (const st of tp) {
       if (st.row.status !== 'ok') continue;
       try {
-        const out = await throughputRep(s, st.target, st.mode, st.servers);
+        const out = await throughputRep(s, st.target, st.mode, st.servers, st.maxJobs);
         if (out.kind === 'unsupported') {
           st.row.status = 'unsupported';
           st.row.note = out.note;

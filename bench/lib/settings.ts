@@ -13,7 +13,8 @@ export interface Settings {
   loadgenProcesses: number;
   loopsPerProcess: number;
   leaseTtlSecs: number;
-  batchMaxJobs: number;
+  /** `max_jobs` of the batched rows: one row per size, per store (and one ceiling row per size). */
+  batchSizes: number[];
   /** Extra jobs per throughput repetition, claimed and completed before the measured N (not timed). */
   warmupJobs: number;
   /**
@@ -61,7 +62,11 @@ export function loadSettings(): Settings {
     loadgenProcesses: 2,
     loopsPerProcess: 8,
     leaseTtlSecs: 60,
-    batchMaxJobs: Math.max(1, envInt('BENCH_BATCH_MAX_JOBS', 10)),
+    batchSizes: [...new Set((list('BENCH_BATCH_MAX_JOBS') ?? ['10', '50']).map((x) => {
+      const n = Number(x);
+      if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`BENCH_BATCH_MAX_JOBS: "${x}" is not an integer 1..1000`);
+      return n;
+    }))],
     warmupJobs: envInt('BENCH_WARMUP_JOBS', quick ? 400 : 1000),
     repSecs: Math.max(1, envInt('BENCH_REP_SECS', quick ? 15 : 60)),
     dag: { chainLength: quick ? 100 : 200, fanWidth: 50, longPollSecs: 30, pollPauseMs: 2, deadlineSecs: 90 },

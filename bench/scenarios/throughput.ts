@@ -87,7 +87,6 @@ export function loadgenConfigs(
     workerPrefix: `lg${p}`,
     labels: labelsFor(p),
     leaseTtlSecs: s.leaseTtlSecs,
-    batchMaxJobs: s.batchMaxJobs,
     ...extra,
   }));
 }
@@ -127,7 +126,7 @@ export function combine(results: LoadgenResult[], seeded: number): Omit<Throughp
 }
 
 /** One repetition of the throughput measurement against `target`. */
-export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch', servers = 1): Promise<RepOutcome> {
+export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 'batch', servers = 1, maxJobs = 10): Promise<RepOutcome> {
   let fresh: FreshServer | null = null;
   let loadgens: Loadgens | null = null;
   let sampler: PgCpuSampler | null = null;
@@ -158,9 +157,9 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
     // Several servers: one load-generator process per server, the loops split evenly among them.
     const configs =
       extra.length === 0
-        ? loadgenConfigs(s, origin, mode, { warmupClaimsPerLoop: warmupPerLoop })
+        ? loadgenConfigs(s, origin, mode, { warmupClaimsPerLoop: warmupPerLoop, batchMaxJobs: maxJobs })
         : [fresh.server, ...extra].map((srv, p) => ({
-            ...loadgenConfigs(s, srv.origin, mode, { warmupClaimsPerLoop: warmupPerLoop })[0]!,
+            ...loadgenConfigs(s, srv.origin, mode, { warmupClaimsPerLoop: warmupPerLoop, batchMaxJobs: maxJobs })[0]!,
             workerPrefix: `lg${p}`,
             loops: Math.floor((s.loadgenProcesses * s.loopsPerProcess) / (extra.length + 1)),
           }));
