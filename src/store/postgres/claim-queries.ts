@@ -6,23 +6,24 @@
  * each statement.
  */
 
+/** A job the one-statement claim may take, of label key `key` (a job of a capped group or a concurrency group is claimed apart). */
+const claimable = (key: string) => `j.status = 'queued' AND j.label_key = ${key} AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
+      AND j.concurrency_group IS NULL`;
+
 /**
  * The claim's candidates: for each label key, the first claimable jobs in claim order (highest
- * priority, then oldest), read in that order from the partial index jobs_claim and locked as they
- * are read. SKIP LOCKED passes over rows another claim holds, so concurrent claimers take different
- * jobs and none waits. No sort: the global order across keys is settled by `claim` over these few
- * rows. A job waiting on a backoff (ready_at_ms later than now) sits at the end of its priority in the
- * index, so it is passed over only when nothing of that priority or above is claimable.
+ * priority, then oldest), read in that order from the partial index jobs_claim, without locks. No
+ * sort: the global order across keys is settled by `claim` over these few rows. A job waiting on a
+ * backoff (ready_at_ms later than now) sits at the end of its priority in the index, so it is passed
+ * over only when nothing of that priority or above is claimable.
  * $1 label keys (text[], distinct), $2 now, $3 how many per key.
  */
-const CLAIM_CANDIDATES = `SELECT c.row_id, c.priority, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
+const CLAIM_CANDIDATES = `SELECT c.label_key, c.row_id, c.priority, c.ready_at_ms FROM unnest($1::text[]) AS k(label_key)
   CROSS JOIN LATERAL (
-    SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
-    WHERE j.status = 'queued' AND j.label_key = k.label_key AND j.ready_at_ms <= $2::bigint AND j.max_parallel IS NULL
-      AND j.concurrency_group IS NULL
+    SELECT j.label_key, j.row_id, j.priority, j.ready_at_ms FROM jobs j
+    WHERE ${claimable('k.label_key')}
     ORDER BY j.priority DESC, j.ready_at_ms, j.row_id
     LIMIT $3::int
-    FOR UPDATE SKIP LOCKED
   ) AS c`;
 
 /**
@@ -56,9 +57,13 @@ export const CLAIM_QUERIES = {
   claimCandidates: CLAIM_CANDIDATES,
   /**
    * The whole claim in one statement, for one claim or for several with the same label keys that
-   * arrived together (claim.ts, coalesce.ts): the first $3 of the locked candidates in claim order
-   * become running under a fresh lease each, and the workers are recorded (their rows last: the
-   * unreferenced CTE runs after the rest). Each claimer has a run of consecutive slots, as many as it
+   * arrived together (claim.ts, coalesce.ts). The first $3 candidates in claim order say how many
+   * jobs each label key gives (`share`); then each key's first that many claimable jobs are locked as
+   * they are read, SKIP LOCKED passing over rows another claim holds, so concurrent claimers take
+   * different jobs and none waits. Only the jobs taken are ever locked: locking every key's candidates
+   * held jobs the claim did not take away from a concurrent claim of other label keys, which then
+   * came back with less than there was. The locked jobs become running under a fresh lease each, and
+   * the workers are recorded (their rows last: the unreferenced CTE runs after the rest). Each claimer has a run of consecutive slots, as many as it
    * asked for, so the n-th job taken is the n-th slot's: its lease id, worker, ttl, expiry, token and
    * time. With fewer jobs than slots the later claimers get fewer, as if they had come later.
    * $1..$3 as claimCandidates ($2 the earliest claimer's now, $3 = slots), per slot: $4 lease id,
@@ -69,9 +74,20 @@ export const CLAIM_QUERIES = {
    * no boolean arrays).
    */
   claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
+    ), share AS (
+      SELECT f.label_key, count(*)::int AS n
+      FROM (SELECT label_key FROM cand ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int) AS f GROUP BY f.label_key
+    ), locked AS MATERIALIZED (
+      SELECT l.row_id, l.priority, l.ready_at_ms FROM share s
+      CROSS JOIN LATERAL (
+        SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
+        WHERE ${claimable('s.label_key')}
+        ORDER BY j.priority DESC, j.ready_at_ms, j.row_id
+        LIMIT s.n
+        FOR UPDATE SKIP LOCKED
+      ) AS l
     ), pick AS (
-      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM cand
-      ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int
+      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM locked
     ), ${grantLeases({ now: nth('$9', 'bigint'), leaseId: nth('$4', 'text'), worker: nth('$5', 'text'), ttl: nth('$6', 'int'), expires: nth('$7', 'bigint'), token: nth('$8', 'text') })}, seen AS (
       INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
       SELECT w.worker_id, w.labels, w.now_ms, w.now_ms
