@@ -90,7 +90,7 @@ export class EngineReads {
       if (runNumber !== null && !run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
       // A queued run's planned jobs and a never-run workflow's definition are in hand already.
       if (!run || run.plan) return { doc: statusDocument(wf, run, []), wf, run, jobs: null };
-      const jobs = await r.getRunJobs(id, run.run_number, { afterRowId: 0, limit: JOB_PAGE });
+      const jobs = await r.getRunJobViews(id, run.run_number, { afterRowId: 0, limit: JOB_PAGE });
       const holders = await r.jobGroupHolders(groupsWaitedOn(jobs));
       // A run that fits in one page is answered from this one snapshot, whole.
       if (jobs.length < JOB_PAGE) return { doc: statusDocument(wf, run, jobs, holders), wf, run, jobs: null };
@@ -107,7 +107,7 @@ export class EngineReads {
         if (page.rows.length < JOB_PAGE) return;
         const after = page.rows[page.rows.length - 1]!.row_id;
         page = await store.read(async (r) => {
-          const rows = await r.getRunJobs(id, run!.run_number, { afterRowId: after, limit: JOB_PAGE });
+          const rows = await r.getRunJobViews(id, run!.run_number, { afterRowId: after, limit: JOB_PAGE });
           return { rows, holders: await r.jobGroupHolders(groupsWaitedOn(rows)) };
         });
       }
@@ -196,7 +196,7 @@ export class EngineReads {
       const wf = await this.requireWorkflow(r, id);
       const run = runNumber >= 1 && runNumber <= wf.latest_run ? await r.getRun(id, runNumber) : null;
       if (!run) throw new WeftError('run_not_found', `workflow "${id}" has no run #${runNumber} (latest is ${wf.latest_run || 'none'})`);
-      const jobs = await r.getRunJobs(id, runNumber);
+      const jobs = await r.getRunJobViews(id, runNumber);
       return statusDocument(wf, run, jobs, await r.jobGroupHolders(groupsWaitedOn(jobs)));
     });
   }
@@ -318,7 +318,7 @@ export class EngineReads {
     const wf = await this.requireWorkflow(r, id);
     if (wf.latest_run === 0) return statusDocument(wf, null, null);
     const run = await r.getRun(id, wf.latest_run);
-    const jobs = await r.getRunJobs(id, wf.latest_run);
+    const jobs = await r.getRunJobViews(id, wf.latest_run);
     return statusDocument(wf, run, jobs, await r.jobGroupHolders(groupsWaitedOn(jobs)));
   }
 

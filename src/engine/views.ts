@@ -7,7 +7,7 @@ import { keyed, own } from '../domain/keyed.js';
 import type { JobPresentation, JobSpec, JobState } from '../domain/model.js';
 import { compatJobStatus } from '../protocol/states.js';
 import type { ClaimedJob, ClaimResult, CurrentLease, JobView, LeaseView, LogChunkView, RunSummary, RunView, StatusDocument, WorkerView, WorkflowSummary } from '../protocol/wire.js';
-import type { Claimed, JobGroupHolder, JobRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
+import type { Claimed, JobGroupHolder, JobRecord, JobViewRecord, LeaseRecord, LogChunkRecord, RunJobCount, RunRecord, WorkerRecord, WorkflowRecord } from '../store/store.js';
 import type { LeaseVisibility } from './engine-options.js';
 
 /**
@@ -24,7 +24,7 @@ const NO_PRESENTATION: JobPresentation = { metadata: {}, ports: [], children: nu
  * `holders`: the running job of each concurrency group a queued job of `jobs` is in (groupsWaitedOn,
  * StoreReads.jobGroupHolders); absent: not read, and no job says what it waits for.
  */
-export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: JobRecord[] | null, holders: readonly JobGroupHolder[] = []): StatusDocument {
+export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: readonly JobViewRecord[] | null, holders: readonly JobGroupHolder[] = []): StatusDocument {
   const presentation = presentationOf(wf);
   if (run?.plan && jobs && jobs.length === 0) jobs = plannedJobs(run);
   const jobViews: JobView[] = run && jobs ? jobs.map((j) => jobView(j, presentation.get(j.job_id))) : idleJobs(wf);
@@ -46,7 +46,7 @@ export function statusDocument(wf: WorkflowRecord, run: RunRecord | null, jobs: 
 }
 
 /** The concurrency groups queued jobs of `jobs` wait in: the groups whose holders a status document shows. */
-export function groupsWaitedOn(jobs: readonly JobRecord[] | null): string[] {
+export function groupsWaitedOn(jobs: readonly JobViewRecord[] | null): string[] {
   const groups = new Set<string>();
   for (const j of jobs ?? []) if (j.status === 'queued' && j.concurrency_group !== null) groups.add(j.concurrency_group);
   return [...groups];
@@ -66,7 +66,7 @@ function showHolders(views: JobView[], holders: readonly JobGroupHolder[]): void
  * Job entries of the status document for some of a run's job rows (a large run read a page at a
  * time), with the holders of the groups the page's queued jobs wait in, as statusDocument shows them.
  */
-export function jobViews(wf: WorkflowRecord, jobs: readonly JobRecord[], holders: readonly JobGroupHolder[] = []): JobView[] {
+export function jobViews(wf: WorkflowRecord, jobs: readonly JobViewRecord[], holders: readonly JobGroupHolder[] = []): JobView[] {
   const presentation = presentationOf(wf);
   const views = jobs.map((j) => jobView(j, presentation.get(j.job_id)));
   showHolders(views, holders);
@@ -189,7 +189,7 @@ function presentationOf(wf: WorkflowRecord): Map<string, JobPresentation> {
   return map;
 }
 
-function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
+function jobView(j: JobViewRecord, p: JobPresentation = NO_PRESENTATION): JobView {
   const durationMs = j.started_at_ms !== null && j.finished_at_ms !== null ? Math.max(0, j.finished_at_ms - j.started_at_ms) : null;
   return {
     id: j.job_id,
@@ -237,7 +237,7 @@ function jobView(j: JobRecord, p: JobPresentation = NO_PRESENTATION): JobView {
  * instance `group`, `item` and `item_index`; a fan-out not yet expanded `group` (its own id) and
  * `instances: null`, one that had no items `instances: 0`. A plain job has none of them.
  */
-function groupFields(j: JobRecord): Pick<JobView, 'group' | 'matrix' | 'item' | 'item_index' | 'instances'> {
+function groupFields(j: JobViewRecord): Pick<JobView, 'group' | 'matrix' | 'item' | 'item_index' | 'instances'> {
   if (j.group_id === null) return {};
   if (j.for_each !== null) return { group: j.group_id, instances: j.status === 'success' ? 0 : null };
   if (j.item_index !== null) return { group: j.group_id, item: j.item, item_index: j.item_index };

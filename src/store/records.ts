@@ -79,6 +79,20 @@ export interface RunJobCount extends RunKey {
   count: number;
 }
 
+/**
+ * What a job's entry in a status document shows (engine/views.ts jobView): a status read takes these
+ * columns, about half of a job row, and leaves the rest (env, upstream outputs, the lease, the claim's
+ * bookkeeping) unread; for a run of 10,000 jobs that was most of the document's cost
+ * (docs/performance.md "Large runs").
+ */
+export type JobViewRecord = Pick<
+  JobRecord,
+  | 'row_id' | 'workflow_id' | 'run_number' | 'job_id' | 'name' | 'command' | 'labels' | 'needs' | 'condition'
+  | 'needs_results' | 'max_retries' | 'backoff' | 'timeout_secs' | 'status' | 'attempt' | 'enqueued_at_ms'
+  | 'delayed_until_ms' | 'priority' | 'started_at_ms' | 'finished_at_ms' | 'error' | 'outputs' | 'worker_id'
+  | 'group_id' | 'matrix' | 'for_each' | 'item' | 'item_index' | 'concurrency_group' | 'approval' | 'call' | 'child_run'
+>;
+
 export interface JobRecord {
   /** Surrogate key, also the stable tie-break of the claim order. */
   row_id: number;

@@ -3,7 +3,7 @@ import type { JobCondition } from '../domain/conditions.js';
 import { DEFAULT_PRIORITY } from '../domain/priority.js';
 import type { JobCall } from '../domain/calls.js';
 import type { JobState, RunState, RunTrigger, WorkflowDefinition } from '../domain/model.js';
-import type { JobRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, SecretInfo, SecretRecord, WorkerRecord, WorkflowRecord } from './store.js';
+import type { JobRecord, JobViewRecord, LeaseRecord, LeaseState, LogChunkRecord, NewJob, RunRecord, SecretInfo, SecretRecord, WorkerRecord, WorkflowRecord } from './store.js';
 
 /**
  * Row encoding shared by the SQL stores: both keep JSON in text columns and the same column names,
@@ -178,7 +178,17 @@ export function decisionColumns(j: JobRecord): Row {
   };
 }
 
-export function toJob(r: Row): JobRecord {
+/** The job columns a JobViewRecord is read from (both stores name them alike). */
+export const JOB_VIEW_COLUMNS = [
+  'row_id', 'workflow_id', 'run_number', 'job_id', 'name', 'command', 'labels', 'needs', 'condition', 'needs_results',
+  'max_retries', 'backoff', 'timeout_secs', 'status', 'attempt', 'enqueued_at_ms', 'delayed_until_ms', 'priority',
+  'started_at_ms', 'finished_at_ms', 'error', 'outputs', 'worker_id', 'group_id', 'matrix', 'for_each', 'item',
+  'item_index', 'concurrency_group', 'approval', 'approval_requested_at_ms', 'approval_deadline_ms', 'approval_decision',
+  'approval_decided_by', 'approval_decided_at_ms', 'approval_comment', 'call_spec', 'child_run',
+].join(', ');
+
+/** A job row of JOB_VIEW_COLUMNS (or more) as a status document shows it. */
+export function toJobView(r: Row): JobViewRecord {
   return {
     row_id: r.row_id as number,
     workflow_id: r.workflow_id as string,
@@ -186,17 +196,10 @@ export function toJob(r: Row): JobRecord {
     job_id: r.job_id as string,
     name: r.name as string,
     command: r.command as string,
-    env: JSON.parse(r.env as string),
     labels: JSON.parse(r.labels as string),
-    label_key: r.label_key as string,
     needs: JSON.parse(r.needs as string),
-    dependents: JSON.parse(r.dependents as string),
-    pending_needs: r.pending_needs as number,
     condition: (r.condition as JobCondition | undefined) ?? 'success',
     needs_results: r.needs_results === undefined || r.needs_results === null ? {} : JSON.parse(r.needs_results as string),
-    failed_upstream: Boolean(r.failed_upstream),
-    run_cancelled: Boolean(r.run_cancelled),
-    conditional_dependents: Boolean(r.conditional_dependents),
     max_retries: r.max_retries as number,
     backoff: JSON.parse(r.backoff as string),
     timeout_secs: (r.timeout_secs as number | null) ?? null,
@@ -204,33 +207,47 @@ export function toJob(r: Row): JobRecord {
     attempt: r.attempt as number,
     enqueued_at_ms: r.enqueued_at_ms as number,
     delayed_until_ms: r.delayed_until_ms as number,
-    ready_at_ms: r.ready_at_ms as number,
     priority: (r.priority as number | undefined) ?? DEFAULT_PRIORITY,
     started_at_ms: (r.started_at_ms as number | null) ?? null,
     finished_at_ms: (r.finished_at_ms as number | null) ?? null,
-    deadline_ms: (r.deadline_ms as number | null) ?? null,
     error: (r.error as string | null) ?? null,
     outputs: r.outputs === null || r.outputs === undefined ? null : JSON.parse(r.outputs as string),
-    upstream_outputs: JSON.parse(r.upstream_outputs as string),
-    // Only on jobs that have one: a job without `artifacts:`/`download:` reads as it always did.
-    ...(typeof r.artifact_spec === 'string' ? { artifact_spec: JSON.parse(r.artifact_spec) } : {}),
     worker_id: (r.worker_id as string | null) ?? null,
-    lease_id: (r.lease_id as string | null) ?? null,
     group_id: (r.group_id as string | null | undefined) ?? null,
     matrix: typeof r.matrix === 'string' ? (JSON.parse(r.matrix) as Record<string, unknown>) : null,
-    max_parallel: (r.max_parallel as number | null | undefined) ?? null,
-    fail_fast: Boolean(r.fail_fast),
     for_each: typeof r.for_each === 'string' ? (JSON.parse(r.for_each) as { job: string; key: string }) : null,
     item: typeof r.item === 'string' ? (JSON.parse(r.item) as unknown) : null,
     item_index: (r.item_index as number | null | undefined) ?? null,
     concurrency_group: (r.concurrency_group as string | null | undefined) ?? null,
-    cancel_in_progress: Boolean(r.cancel_in_progress),
-    // Only on gated jobs, as artifact_spec: a job without `approval:` reads as it always did.
+    // Only on gated jobs: a job without `approval:` reads as it always did.
     ...(typeof r.approval === 'string' ? { approval: toApproval(r) } : {}),
     // Only on a job that calls a workflow, likewise (README "Workflows calling workflows").
     ...(typeof r.call_spec === 'string'
       ? { call: JSON.parse(r.call_spec) as JobCall, child_run: r.child_run === null || r.child_run === undefined ? null : Number(r.child_run) }
       : {}),
+  };
+}
+
+/** A whole job row: what a status document shows (toJobView) and the rest. */
+export function toJob(r: Row): JobRecord {
+  return {
+    ...toJobView(r),
+    env: JSON.parse(r.env as string),
+    label_key: r.label_key as string,
+    dependents: JSON.parse(r.dependents as string),
+    pending_needs: r.pending_needs as number,
+    failed_upstream: Boolean(r.failed_upstream),
+    run_cancelled: Boolean(r.run_cancelled),
+    conditional_dependents: Boolean(r.conditional_dependents),
+    ready_at_ms: r.ready_at_ms as number,
+    deadline_ms: (r.deadline_ms as number | null) ?? null,
+    upstream_outputs: JSON.parse(r.upstream_outputs as string),
+    // Only on jobs that have one: a job without `artifacts:`/`download:` reads as it always did.
+    ...(typeof r.artifact_spec === 'string' ? { artifact_spec: JSON.parse(r.artifact_spec) } : {}),
+    lease_id: (r.lease_id as string | null) ?? null,
+    max_parallel: (r.max_parallel as number | null | undefined) ?? null,
+    fail_fast: Boolean(r.fail_fast),
+    cancel_in_progress: Boolean(r.cancel_in_progress),
   };
 }
 

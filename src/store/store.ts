@@ -5,6 +5,7 @@ import type {
   JobGroupHolder,
   JobChange,
   JobRecord,
+  JobViewRecord,
   LabelSet,
   LeaseRecord,
   ListWorkflowsQuery,
@@ -71,11 +72,14 @@ export interface StoreReads extends ArtifactReads, SecretReads, CallReads, Notif
   getRunDefinition(workflowId: string, hash: string): Promise<WorkflowDefinition | null>;
   /** Many runs in one query (a page of the workflow list); unknown keys are left out. */
   getRuns(keys: readonly RunKey[]): Promise<RunRecord[]>;
+  /** The run's jobs in row order. */
+  getRunJobs(workflowId: string, runNumber: number): Promise<JobRecord[]>;
   /**
-   * The run's jobs in row order; with `page`, only those after row `afterRowId`, at most `limit` of
-   * them (a large run read a page at a time, docs/api.md "GET /api/workflows").
+   * The run's jobs in row order as a status document shows them (JobViewRecord); with `page`, only
+   * those after row `afterRowId`, at most `limit` of them (a large run read a page at a time,
+   * docs/api.md "GET /api/workflows").
    */
-  getRunJobs(workflowId: string, runNumber: number, page?: { afterRowId: number; limit: number }): Promise<JobRecord[]>;
+  getRunJobViews(workflowId: string, runNumber: number, page?: { afterRowId: number; limit: number }): Promise<JobViewRecord[]>;
   /** The jobs of many runs in one query, each run's in row order. */
   getJobsOfRuns(keys: readonly RunKey[]): Promise<JobRecord[]>;
   /** A page of a workflow's runs, newest first (run history). */

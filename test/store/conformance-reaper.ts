@@ -146,20 +146,27 @@ export function reaperAndLogCases(withStore: Case): void {
     assert.deepEqual((await read(store, (r) => r.getLogChunks(q(1)))).map((c) => c.data), ['n'.repeat(30)]);
   });
 
-  withStore('getRunJobs with a page reads the run\'s jobs in row order, a page at a time', async (store) => {
-    const specs = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`j${i}`, {}]));
+  withStore('getRunJobViews reads what a status document shows of the run\'s jobs, in row order, whole or a page at a time', async (store) => {
+    const specs = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`j${i}`, i === 2 ? { labels: ['gpu'], timeout_secs: 9 } : {}]));
     await start(store, 'w', 1000, specs);
+    await claimOne(store, 1100, 'j0');
     const all = await read(store, (r) => r.getRunJobs('w', 1));
+    const views = await read(store, (r) => r.getRunJobViews('w', 1));
+    // Each view is its job's record, its other fields left out.
+    assert.deepEqual(views, all.map((j) => Object.fromEntries(Object.keys(views[0]!).map((k) => [k, j[k as keyof typeof j]]))));
+    assert.ok(views.every((v) => !('env' in v) && !('upstream_outputs' in v) && !('lease_id' in v)), 'the columns no view shows are not read');
+    const j2 = views.find((v) => v.job_id === 'j2');
+    assert.deepEqual(j2 && [j2.labels, j2.timeout_secs], [['gpu'], 9]);
     const paged = [];
     let after = 0;
     for (;;) {
-      const page = await read(store, (r) => r.getRunJobs('w', 1, { afterRowId: after, limit: 3 }));
+      const page = await read(store, (r) => r.getRunJobViews('w', 1, { afterRowId: after, limit: 3 }));
       paged.push(...page);
       if (page.length < 3) break;
       after = page[page.length - 1]!.row_id;
     }
-    assert.deepEqual(paged, all);
-    assert.deepEqual(await read(store, (r) => r.getRunJobs('w', 2, { afterRowId: 0, limit: 3 })), []);
+    assert.deepEqual(paged, views);
+    assert.deepEqual(await read(store, (r) => r.getRunJobViews('w', 2, { afterRowId: 0, limit: 3 })), []);
   });
 
   withStore('registerWorker creates, then updates labels and last-seen, keeping the registration time', async (store) => {

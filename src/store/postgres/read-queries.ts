@@ -1,3 +1,4 @@
+import { JOB_VIEW_COLUMNS } from '../rows.js';
 /**
  * The PostgreSQL store's reads (reads.ts), each run inside one snapshot. Part of QUERIES (queries.ts,
  * which states the rules every statement follows); parameters are listed above each statement.
@@ -24,12 +25,14 @@ export const READ_QUERIES = {
     JOIN runs r ON r.workflow_id = k.workflow_id AND r.run_number = k.run_number`,
   /** $1 workflow id, $2 run number. */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int ORDER BY row_id`,
+  /** What a status document shows of each job (rows.ts JOB_VIEW_COLUMNS). $1 workflow id, $2 run number. */
+  getRunJobViews: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = $1 AND run_number = $2::int ORDER BY row_id`,
   /**
-   * A page of a run's jobs: through jobs_run_status, sorted by the database (a few milliseconds of its
+   * A page of getRunJobViews: through jobs_run_status, sorted by the database (a few milliseconds of its
    * time for a run of 10,000 jobs); only the page crosses to the server. $1 workflow id, $2 run number,
    * $3 after this row id, $4 limit.
    */
-  getRunJobsPage: `SELECT * FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND row_id > $3::bigint ORDER BY row_id LIMIT $4::int`,
+  getRunJobViewsPage: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = $1 AND run_number = $2::int AND row_id > $3::bigint ORDER BY row_id LIMIT $4::int`,
   /** $1 workflow ids (text[]), $2 run numbers (int[]), pairwise. */
   getJobsOfRuns: `SELECT j.* FROM unnest($1::text[], $2::int[]) AS k(workflow_id, run_number)
     JOIN jobs j ON j.workflow_id = k.workflow_id AND j.run_number = k.run_number

@@ -1,7 +1,7 @@
 import type { WorkflowDefinition } from '../../domain/model.js';
 import type { JobState } from '../../domain/model.js';
 import type { ActiveJobCount, JobGroupHolder, ListWorkflowsQuery, LogQuery, RunKey, StoreReads } from '../store.js';
-import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
+import { toJob, toJobView, toLease, toLogChunk, toRun, toWorker, toWorkflow } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
@@ -43,11 +43,12 @@ export function makeReads(q: Exec): StoreReads {
       return row ? (JSON.parse(row.definition as string) as WorkflowDefinition) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getRuns, runKeys(keys))).map(toRun)),
-    getRunJobs: async (workflowId, runNumber, page) =>
+    getRunJobs: async (workflowId, runNumber) => (await q(QUERIES.getRunJobs, [workflowId, runNumber])).map(toJob),
+    getRunJobViews: async (workflowId, runNumber, page) =>
       (page
-        ? await q(QUERIES.getRunJobsPage, [workflowId, runNumber, page.afterRowId, page.limit])
-        : await q(QUERIES.getRunJobs, [workflowId, runNumber])
-      ).map(toJob),
+        ? await q(QUERIES.getRunJobViewsPage, [workflowId, runNumber, page.afterRowId, page.limit])
+        : await q(QUERIES.getRunJobViews, [workflowId, runNumber])
+      ).map(toJobView),
     getJobsOfRuns: async (keys) => (keys.length === 0 ? [] : (await q(QUERIES.getJobsOfRuns, runKeys(keys))).map(toJob)),
     listRuns: async (workflowId, limit, offset) => (await q(QUERIES.listRuns, [workflowId, limit, offset])).map(toRun),
     jobCountsOfRuns: async (keys) =>

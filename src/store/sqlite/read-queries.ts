@@ -1,3 +1,4 @@
+import { JOB_VIEW_COLUMNS } from '../rows.js';
 import { LEASE_COLUMNS, LEASE_OF_JOB } from './lease-queries.js';
 
 /**
@@ -26,8 +27,10 @@ export const READ_QUERIES = {
     JOIN runs r ON r.workflow_id = json_extract(k.value, '$[0]') AND r.run_number = json_extract(k.value, '$[1]')`,
   /** ? workflow_id, ? run_number */
   getRunJobs: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
-  /** ? workflow_id, ? run_number, ? after this row_id, ? limit */
-  getRunJobsPage: `SELECT * FROM jobs WHERE workflow_id = ? AND run_number = ? AND row_id > ? ORDER BY row_id LIMIT ?`,
+  /** What a status document shows of each job (rows.ts JOB_VIEW_COLUMNS). ? workflow_id, ? run_number */
+  getRunJobViews: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
+  /** As getRunJobViews, a page: ? workflow_id, ? run_number, ? after row_id, ? limit */
+  getRunJobViewsPage: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = ? AND run_number = ? AND row_id > ? ORDER BY row_id LIMIT ?`,
   /** ? JSON array of [workflow_id, run_number] pairs */
   getJobsOfRuns: `SELECT j.* FROM json_each(?) k
     JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')

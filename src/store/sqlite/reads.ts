@@ -1,6 +1,6 @@
 import type { WorkflowDefinition } from '../../domain/model.js';
 import type { ActiveJobCount, JobGroupHolder, RunJobCount, RunKey, StoreReads } from '../store.js';
-import { toJob, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
+import { toJob, toJobView, toLease, toLogChunk, toRun, toWorker, toWorkflow, type Row } from '../rows.js';
 import { artifactReads } from './artifacts.js';
 import { secretReads } from './secrets.js';
 import { triggerReads } from './triggers.js';
@@ -42,11 +42,12 @@ export function makeReads(c: Conn): StoreReads {
       return row ? (JSON.parse(row.definition as string) as WorkflowDefinition) : null;
     },
     getRuns: async (keys) => (keys.length === 0 ? [] : (c.q('getRuns').all(runKeys(keys)) as Row[]).map(toRun)),
-    getRunJobs: async (workflowId, runNumber, page) =>
+    getRunJobs: async (workflowId, runNumber) => (c.q('getRunJobs').all(workflowId, runNumber) as Row[]).map(toJob),
+    getRunJobViews: async (workflowId, runNumber, page) =>
       (page
-        ? (c.q('getRunJobsPage').all(workflowId, runNumber, page.afterRowId, page.limit) as Row[])
-        : (c.q('getRunJobs').all(workflowId, runNumber) as Row[])
-      ).map(toJob),
+        ? (c.q('getRunJobViewsPage').all(workflowId, runNumber, page.afterRowId, page.limit) as Row[])
+        : (c.q('getRunJobViews').all(workflowId, runNumber) as Row[])
+      ).map(toJobView),
     getJobsOfRuns: async (keys) =>
       keys.length === 0 ? [] : (c.q('getJobsOfRuns').all(runKeys(keys)) as Row[]).map(toJob),
     listRuns: async (workflowId, limit, offset) => (c.q('listRuns').all(workflowId, limit, offset) as Row[]).map(toRun),
