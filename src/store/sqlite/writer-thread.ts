@@ -38,8 +38,9 @@ function schedule(): void {
   setImmediate(flush);
 }
 
-parentPort!.on('message', (m: WriteCall | { close: true }) => {
-  if ('close' in m) closing = true;
-  else queue.push(m);
+// The main thread sends the calls of one turn of its event loop together (writer.ts ThreadWriter.call).
+parentPort!.on('message', (m: WriteCall[] | { close: true }) => {
+  if (Array.isArray(m)) queue.push(...m);
+  else closing = true;
   schedule();
 });

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { SqliteStoreOptions } from './connection.js';
 import type { BatchAnswer } from './group-commit.js';
-import type { WriteArgs, WriteName, WriteResult } from './writes.js';
+import type { WriteArgs, WriteCall, WriteName, WriteResult } from './writes.js';
 
 // The thread runs the same module format as this file: .js when built, .ts from source (tests, tsx).
 const EXT = path.extname(fileURLToPath(import.meta.url));
@@ -25,6 +25,13 @@ export class ThreadWriter {
   private readonly exited: Promise<void>;
   /** Hears each batch's commit time (Store.onCommit). */
   onCommit: ((seconds: number) => void) | null = null;
+  /** Calls made in this turn of the event loop, sent together at its end (see call). */
+  private outbox: WriteCall[] = [];
+  private readonly send = () => {
+    const calls = this.outbox;
+    this.outbox = [];
+    if (calls.length > 0 && !this.failure) this.thread.postMessage(calls);
+  };
 
   constructor(file: string, opts: SqliteStoreOptions) {
     this.thread = startThread({ file, opts });
@@ -47,18 +54,26 @@ export class ThreadWriter {
     );
   }
 
-  /** Write `op`; answers what WRITES[op] returned on the thread (a structured clone of it). */
+  /**
+   * Write `op`; answers what WRITES[op] returned on the thread (a structured clone of it). The calls
+   * of one turn of the event loop go to the thread in one message at its end, so that what one
+   * request writes in steps (a report's complete, then the claim it carries, a few promise hops
+   * later) lands in one batch and one commit: sent one by one, an idle thread often committed the
+   * first before the second arrived (docs/performance.md "Real workers").
+   */
   call<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise<WriteResult<K>>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.thread.postMessage({ id, op, args });
+      if (this.outbox.length === 0) setImmediate(this.send);
+      this.outbox.push({ id, op, args });
     });
   }
 
   /** Finishes what was sent, closes the write connection and ends the thread. */
   async close(): Promise<void> {
+    this.send();
     if (!this.failure) this.thread.postMessage({ close: true });
     await this.exited;
   }
