@@ -1,7 +1,7 @@
 /**
  * The client's JSON calls over Node's own http module, through one keep-alive agent per process. A
  * worker makes a call per job (its report, carrying the next claim), and Node's fetch spent about four
- * times the CPU of http.request on each (docs/performance.md "Real workers"). Loaded only when used
+ * times the CPU of http.request on each (docs/performance.md "Third round"). Loaded only when used
  * (the client still loads where Node's modules do not exist), and only when the client was given no
  * fetch of its own: one given is used for every call.
  */

@@ -248,7 +248,7 @@ export interface StoreClaim {
    * Absent or false: the claim is the worker's own call, which counts as seen (CONTRACT "Workers")
    * whether it takes a job or not. True: a waiting long-poll claim tried again on a wake-up; the
    * worker is recorded only when it takes a job, so that a try that finds nothing writes nothing
-   * (no commit, no fsync: docs/performance.md "Real workers").
+   * (no commit, no fsync: docs/performance.md "Third round").
    */
   retry?: boolean;
 }

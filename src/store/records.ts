@@ -83,7 +83,7 @@ export interface RunJobCount extends RunKey {
  * What a job's entry in a status document shows (engine/views.ts jobView): a status read takes these
  * columns, about half of a job row, and leaves the rest (env, upstream outputs, the lease, the claim's
  * bookkeeping) unread; for a run of 10,000 jobs that was most of the document's cost
- * (docs/performance.md "Large runs").
+ * (docs/performance.md "Third round").
  */
 export type JobViewRecord = Pick<
   JobRecord,

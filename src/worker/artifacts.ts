@@ -47,7 +47,7 @@ function rootProblem(root: string, st: Stats): string | null {
  *
  * The root is checked at every attempt, but beside the mkdtemp rather than before it: both go to the
  * thread pool at once, so the attempt waits for one file-system round trip instead of three (a job's
- * turn-around is a few milliseconds; docs/performance.md "Real workers"). A directory made inside a
+ * turn-around is a few milliseconds; docs/performance.md "Third round"). A directory made inside a
  * root that fails the check is removed again (it is empty) before the attempt is refused.
  */
 export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { uid: number; gid: number }): Promise<string> {

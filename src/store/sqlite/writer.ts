@@ -59,7 +59,7 @@ export class ThreadWriter {
    * of one turn of the event loop go to the thread in one message at its end, so that what one
    * request writes in steps (a report's complete, then the claim it carries, a few promise hops
    * later) lands in one batch and one commit: sent one by one, an idle thread often committed the
-   * first before the second arrived (docs/performance.md "Real workers").
+   * first before the second arrived (docs/performance.md "Third round").
    */
   call<K extends WriteName>(op: K, args: WriteArgs<K>): Promise<WriteResult<K>> {
     if (this.failure) return Promise.reject(this.failure);
