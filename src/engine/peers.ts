@@ -12,8 +12,8 @@ import type { JobChange, Store } from '../store/store.js';
  *
  * Job and log changes are sent only while another server wants them: one with claims waiting, live
  * streams open, or concurrency groups or calls to follow says so when that starts and every
- * ANNOUNCE_MS while it lasts. Without it, every job a worker claims and completes would cost each
- * server a NOTIFY transaction (with its WAL flush) and every listener a wake-up, for nobody. A change
+ * ANNOUNCE_MS while it lasts. Without it, a busy server would send a NOTIFY transaction every
+ * FLUSH_MS, each waking every listening server, for nobody. A change
  * held back is not forgotten: when a server hears a peer start wanting changes after it held some
  * back, it sends "something changed", so a claim that began waiting just before the change looks
  * again at once rather than at its next sweep.
@@ -82,6 +82,10 @@ export class Peers {
   /** Runs while this server wants changes: it says so again when it fires. */
   private announceTimer: NodeJS.Timeout | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** Something is gathered and not yet sent. */
+  private due = false;
+  /** The message on its way, if any: the next waits for it. */
+  private sending: Promise<void> | null = null;
   private unlisten: (() => Promise<void>) | null = null;
   private closed = false;
 
@@ -114,10 +118,10 @@ export class Peers {
     this.closed = true;
     if (this.announceTimer) clearTimeout(this.announceTimer);
     this.announceTimer = null;
-    if (this.timer) {
-      clearTimeout(this.timer);
-      await this.flush();
-    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.sending;
+    if (this.due) await this.flush();
     await this.unlisten?.();
     this.unlisten = null;
   }
@@ -190,13 +194,20 @@ export class Peers {
     }
   }
 
+  /**
+   * Something is to be sent: it goes FLUSH_MS from now, with whatever else comes meanwhile, or, while
+   * a message is still on its way (a busy database), FLUSH_MS after that one is out. So a server
+   * sends fewer, fuller messages the slower the database takes them.
+   */
   private schedule(): void {
-    if (this.timer || this.closed) return;
+    this.due = true;
+    if (this.timer || this.sending || this.closed) return;
     this.timer = setTimeout(() => void this.flush(), FLUSH_MS);
   }
 
   private flush(): Promise<void> {
     this.timer = null;
+    this.due = false;
     const triple = (c: JobChange): [string, number, string] => [c.workflow_id, c.run_number, c.job_id];
     const msg: Message = { i: this.id };
     if (this.announce) msg.w = 1;
@@ -219,10 +230,18 @@ export class Peers {
       payload = JSON.stringify(everything);
     }
     this.lookAgain = false;
-    return this.store.publish!(payload).catch((err: unknown) => {
-      // Other servers then learn of it by their periodic looks (claim sweep, log poll) instead.
-      this.log.warn({ err: (err as Error).message }, 'could not tell other servers about a change');
-    });
+    const sending = this.store
+      .publish!(payload)
+      .catch((err: unknown) => {
+        // Other servers then learn of it by their periodic looks (claim sweep, log poll) instead.
+        this.log.warn({ err: (err as Error).message }, 'could not tell other servers about a change');
+      })
+      .finally(() => {
+        this.sending = null;
+        if (this.due && !this.closed) this.timer = setTimeout(() => void this.flush(), FLUSH_MS);
+      });
+    this.sending = sending;
+    return sending;
   }
 
   private receive(payload: string): void {

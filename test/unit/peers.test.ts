@@ -2,7 +2,8 @@
  * Events between servers (src/engine/peers.ts; docs/architecture.md "Events between servers") over an
  * in-memory channel standing in for LISTEN/NOTIFY: job and log changes go out only while another
  * server wants them, a change held back is followed by "look again" once a server starts wanting
- * them, an interest lapses when it is not repeated, and label sets and retry times always go out.
+ * them, an interest lapses when it is not repeated, label sets and retry times always go out, and
+ * a server sends one message at a time.
  */
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,10 +26,16 @@ interface Sent {
 class Channel {
   readonly sent: Sent[] = [];
   private readonly listeners = new Set<(payload: string) => void>();
+  /** While set, a publish waits for it: a database slow to take messages. */
+  gate: Promise<void> | null = null;
+  /** Publishes begun, finished or not. */
+  begun = 0;
 
   store(): Store {
     return {
       publish: async (payload: string) => {
+        this.begun++;
+        await this.gate;
         this.sent.push(JSON.parse(payload) as Sent);
         for (const l of this.listeners) l(payload);
       },
@@ -154,4 +161,25 @@ test('a server says it wants changes again while it does, and its interest lapse
   const m = await marker(channel, b.p);
   assert.equal(m.w, undefined, 'B no longer says it');
   assert.equal(channel.from(b.p).filter((x) => x.w === 1).length, said);
+});
+
+test('while a message is on its way, what comes meanwhile is gathered into the next one', async (t) => {
+  const channel = new Channel();
+  const a = await peer(t, channel, () => false);
+  const b = await peer(t, channel, () => false);
+  let open!: () => void;
+  channel.gate = new Promise((resolve) => (open = resolve));
+  a.p.sendWakeAt(1);
+  await until(() => channel.begun === 1, 'the first message on its way', 5000, 2);
+  // Each of these would go on its own, FLUSH_MS apart, if nothing waited for the first message.
+  for (const at of [2, 3, 4]) {
+    a.p.sendWakeAt(at);
+    const since = performance.now();
+    await until(() => performance.now() - since > 20, 'longer than a gathering', 5000, 5);
+  }
+  assert.equal(channel.begun, 1, 'nothing else sent while the first is on its way');
+  channel.gate = null;
+  open();
+  await until(() => b.heard.times.length === 4, 'all four retry times heard', 5000, 2);
+  assert.deepEqual(channel.from(a.p).map((m) => m.t), [[1], [2, 3, 4]]);
 });
