@@ -13,10 +13,10 @@ import type { JobChange, Store } from '../store/store.js';
  * Job and log changes are sent only while another server wants them: one with claims waiting, live
  * streams open, or concurrency groups or calls to follow says so when that starts and every
  * ANNOUNCE_MS while it lasts. Without it, a busy server would send a NOTIFY transaction every
- * FLUSH_MS, each waking every listening server, for nobody. A change
- * held back is not forgotten: when a server hears a peer start wanting changes after it held some
- * back, it sends "something changed", so a claim that began waiting just before the change looks
- * again at once rather than at its next sweep.
+ * FLUSH_MS, each waking every listening server, for nobody. A change held back is not forgotten:
+ * when a server hears a peer start wanting changes after it held some back, it sends "something
+ * changed", so a claim that began waiting just before the change looks again at once rather than at
+ * its next sweep.
  */
 
 /** What a server does when another one changed something. */
