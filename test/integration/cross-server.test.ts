@@ -243,3 +243,16 @@ test('a server that knows a workflow with concurrency groups is sent the other s
   assert.equal((await a.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
   await until(() => heard.some((m) => m.j), 'the completion sent to B', 10_000, 5);
 });
+
+test('a server that knows a workflow calling another is sent the other server\'s job changes', async (t) => {
+  const { db, a, b } = await pair(t);
+  const heard = await overhear(t, db.url);
+  await a.api.createWorkflow({ id: 'callee', jobs: { work: { run: 'true', labels: ['callee'] } } });
+  // Saved on B: B starts the call once a change of this workflow queues it, wherever it is made.
+  await b.api.createWorkflow({ id: 'caller', jobs: { first: { run: 'true', labels: ['caller'] }, call: { needs: 'first', uses: 'callee' } } });
+  await until(() => heard.some((m) => m.w === 1), 'B saying it wants changes', 10_000, 5);
+  await a.api.run('caller');
+  const c = (await a.api.claim('wa', ['caller']))!;
+  assert.equal((await a.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await until(() => heard.some((m) => m.j), 'the completion sent to B', 10_000, 5);
+});
