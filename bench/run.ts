@@ -134,6 +134,8 @@ function finishThroughput(st: ThroughputRowState, s: Settings): void {
   }
   const xacts = reps.flatMap((r) => (r.pg_transactions_per_job != null ? [r.pg_transactions_per_job] : []));
   if (xacts.length) notes.push(`PostgreSQL transactions per job ${round(median(xacts), 2)}`);
+  const serverCpu = reps.flatMap((r) => (r.server_cpu_ms_per_job != null ? [r.server_cpu_ms_per_job] : []));
+  if (serverCpu.length) notes.push(`server CPU ${round(median(serverCpu), 2)} ms/job`);
   if (st.failures.length) notes.push(`${st.failures.length} repetition(s) failed: ${st.failures.join('; ')}`);
   const cpu = pgCpuNote(reps.map((r) => r.pg_cpu));
   if (cpu) notes.push(cpu);

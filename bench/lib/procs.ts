@@ -246,6 +246,26 @@ export function readMemory(pid: number): ProcMemory {
   }
 }
 
+let clockTicks: number | null = null;
+
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat; null where that
+ * cannot be read. Counted in clock ticks (usually 10 ms), so read it over seconds, not milliseconds.
+ */
+export function readCpuMs(pid: number): number | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 of these.
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+    return Number.isFinite(ticks) ? (ticks * 1000) / clockTicks : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The load-generator children of one measurement. */
 export class Loadgens {
   private constructor(

@@ -9,7 +9,7 @@ import { freshStore, freshWeft, type FreshServer } from '../lib/fresh.js';
 import { databaseOf, PgCpuSampler, type PgCpuOutcome } from '../lib/pgcpu.js';
 import { transactions } from '../lib/pg-load.js';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Loadgens, readMemory, startCeiling, type ServerHandle } from '../lib/procs.js';
+import { Loadgens, readCpuMs, readMemory, startCeiling, type ServerHandle } from '../lib/procs.js';
 import type { LoadgenConfig, LoadgenResult, LoopMode } from '../lib/protocol.js';
 import type { Settings, StoreKind } from '../lib/settings.js';
 import { round, summarize, type LatencySummary } from '../lib/util.js';
@@ -46,6 +46,11 @@ export interface ThroughputRep {
   pg_cpu?: PgCpuOutcome;
   /** PostgreSQL: the database's transactions over the measured drain, per completed job (bench/lib/pg-load.ts). */
   pg_transactions_per_job?: number | null;
+  /**
+   * The CPU time every weft server process of the measurement used over the measured drain, per
+   * completed job: with the backends' (pg_cpu), what a job costs whatever else shares the machine.
+   */
+  server_cpu_ms_per_job?: number | null;
 }
 
 export type RepOutcome = { kind: 'ok'; rep: ThroughputRep } | { kind: 'unsupported'; note: string };
@@ -172,12 +177,27 @@ export async function throughputRep(s: Settings, target: Target, mode: 'spec' | 
     }
     // Started after the warm-up (Loadgens.start returns once it is done), so only the measured drain counts.
     if (database) sampler = await PgCpuSampler.start(database);
+    const serverPids = target === 'ceiling' ? [] : [pid, ...extra.map((x) => x.pid)];
+    const cpuOf = (): number | null => {
+      let sum = 0;
+      for (const p of serverPids) {
+        const ms = readCpuMs(p);
+        if (ms === null) return null;
+        sum += ms;
+      }
+      return sum;
+    };
+    const cpuBefore = cpuOf();
     const results = await loadgens.go(s.repSecs * 1000);
+    const cpuAfter = cpuOf();
     const pgCpu = sampler ? await sampler.stop(results.reduce((a, r) => a + r.completed, 0)) : null;
     sampler = null;
     const peak = readMemory(pid).hwm_bytes;
     const rep: ThroughputRep = { ...combine(results, seeded), seed_ms: seedMs, server_peak_rss_bytes: target === 'ceiling' ? null : peak };
     if (pgCpu) rep.pg_cpu = pgCpu;
+    if (target !== 'ceiling' && rep.completed > 0) {
+      rep.server_cpu_ms_per_job = cpuBefore === null || cpuAfter === null ? null : round((cpuAfter - cpuBefore) / rep.completed, 3);
+    }
     if (target !== 'ceiling') {
       const health = (await fetch(`${origin}/healthz`).then((r) => r.json()).catch(() => null)) as { event_loop_delay_ms?: ThroughputRep['server_event_loop_delay_ms'] } | null;
       if (health?.event_loop_delay_ms) rep.server_event_loop_delay_ms = health.event_loop_delay_ms;

@@ -31,6 +31,8 @@ export interface CallsContext {
   changed(changes: readonly JobChange[]): Promise<void>;
   /** A run was cancelled here: its changes told, the slots it freed used. */
   cancelled(workflowId: string, runNumber: number): Promise<void>;
+  /** The first workflow that calls others became known: other servers' changes matter here from now on. */
+  watching?(): void;
 }
 
 /**
@@ -53,7 +55,18 @@ export class Calls {
 
   /** A definition just saved or run here: if it calls others, its changes are watched for calls to start. */
   noteDefinition(id: string, def: { jobs: ReadonlyArray<{ uses?: string }> }): void {
-    if (def.jobs.some((j) => j.uses !== undefined)) this.callers.add(id);
+    if (def.jobs.some((j) => j.uses !== undefined)) this.addCaller(id);
+  }
+
+  /** Whether any workflow is known to call others (its changes, from any server, are looked at). */
+  get watching(): boolean {
+    return this.callers.size > 0;
+  }
+
+  private addCaller(id: string): void {
+    if (this.callers.has(id)) return;
+    this.callers.add(id);
+    if (this.callers.size === 1) this.ctx.watching?.();
   }
 
   /** Durable changes (this server's or another's): starts the calls they may have queued, soon. */
@@ -65,7 +78,7 @@ export class Calls {
   /** The reaper's pass: every ready call whoever queued it, and every orphaned child run. */
   async pass(): Promise<void> {
     const callers = await this.ctx.store.read((r) => r.callingWorkflows(CALLERS_PER_PASS));
-    for (const id of callers) this.callers.add(id);
+    for (const id of callers) this.addCaller(id);
     await this.startReady();
     await this.cancelOrphans();
   }

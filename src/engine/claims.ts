@@ -22,6 +22,8 @@ export interface ClaimsContext {
   claimed: (claimed: readonly Claimed[]) => void;
   /** Durable changes of jobs handed back. */
   announce: (changes: readonly JobChange[]) => void;
+  /** A claim starts waiting (long poll): other servers' changes matter here now. */
+  waiting?: () => void;
   claimSweepMs?: number;
 }
 
@@ -55,6 +57,7 @@ export class Claims {
     const received = this.ctx.now();
     const now = await this.claimOnce(ask);
     if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
+    this.ctx.waiting?.();
     return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
   }
 

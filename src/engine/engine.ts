@@ -57,6 +57,8 @@ export class Engine extends EngineReads {
   private readonly peers: Peers;
   private readonly outage: OutageWarnings;
   private readonly queued: QueuedRuns;
+  /** Live streams on this server that follow changes as they happen (followChanges). */
+  private followers = 0;
 
   /** The calls a worker makes on a lease it holds: heartbeat, complete, fail, logs. */
   readonly leases: LeaseCalls;
@@ -91,7 +93,7 @@ export class Engine extends EngineReads {
     this.outage = new OutageWarnings(opts.logger);
     this.queued = new QueuedRuns(opts.store, this.now, (changes) => this.announce(changes), (id) => this.events.emit('workflow', id), opts.logger);
     this.labelSets = new LabelSetCache(opts.store);
-    this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger);
+    this.jobGroups = new JobGroups(opts.store, this.now, (changes) => this.announce(changes), opts.logger, () => this.peers.wanted());
     this.runEnds = new RunEnds(opts.store, opts.logger);
     this.calls = new Calls({
       store: opts.store,
@@ -107,6 +109,7 @@ export class Engine extends EngineReads {
       cancelled: async (id) => {
         this.events.emit('workflow', id);
       },
+      watching: () => this.peers.wanted(),
     });
     // A called workflow's run that ended hands its end to its calling job (docs/architecture.md "Run ends").
     this.runEnds.handle('call', (ends) => this.calls.ended(ends));
@@ -203,6 +206,7 @@ export class Engine extends EngineReads {
         for (const c of claimed) this.events.emit('attempt', { kind: 'claimed', job: c.job });
       },
       announce: (changes) => this.announce(changes),
+      waiting: () => this.peers.wanted(),
       claimSweepMs: opts.claimSweepMs,
     });
     this.saves = new WorkflowSaves({
@@ -233,6 +237,9 @@ export class Engine extends EngineReads {
         this.claims.wake();
         this.events.emit('resync');
       },
+      // What other servers' job and log changes feed here (the handlers above); without any of it
+      // they need not send them.
+      interested: () => this.claims.waiting > 0 || this.followers > 0 || this.jobGroups.watching || this.calls.watching,
     }, opts.logger);
   }
 
@@ -358,6 +365,22 @@ export class Engine extends EngineReads {
   /** Sends what is still gathered for other servers and stops listening to them. */
   disconnectPeers(): Promise<void> {
     return this.peers.close();
+  }
+
+  /**
+   * A live stream (log follower, dashboard events) starts following changes as they happen: other
+   * servers are asked to send theirs (peers.ts) until every such stream has called the function
+   * this returns.
+   */
+  followChanges(): () => void {
+    this.followers++;
+    this.peers.wanted();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.followers--;
+    };
   }
 
   // ---------------------------------------------------------------- logs

@@ -24,11 +24,24 @@ export class JobGroups {
     private readonly now: () => number,
     private readonly announce: (changes: readonly JobChange[]) => void,
     private readonly log: Logger,
+    /** The first grouped workflow became known: other servers' changes matter here from now on. */
+    private readonly watched: () => void = () => {},
   ) {}
+
+  /** Whether any workflow is known to put jobs in groups (its changes, from any server, are looked at). */
+  get watching(): boolean {
+    return this.grouped.size > 0;
+  }
 
   /** A workflow whose runs put jobs in concurrency groups. */
   note(workflowId: string): void {
+    this.add(workflowId);
+  }
+
+  private add(workflowId: string): void {
+    if (this.grouped.has(workflowId)) return;
     this.grouped.add(workflowId);
+    if (this.grouped.size === 1) this.watched();
   }
 
   /** Durable changes (this server's or another's): settles soon if they are of a grouped workflow. */
@@ -55,7 +68,7 @@ export class JobGroups {
         if (!(err instanceof StoreUnavailableError)) this.log.error({ err }, 'settling concurrency groups of jobs failed');
         throw err;
       }
-      for (const w of outcome.workflows) this.grouped.add(w);
+      for (const w of outcome.workflows) this.add(w);
       if (outcome.changes.length > 0) {
         this.log.info({ jobs: outcome.changes.length }, 'jobs cancelled or decided by arrivals in concurrency groups');
         this.announce(outcome.changes);

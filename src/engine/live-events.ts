@@ -96,6 +96,8 @@ export class LiveEvents {
   private readonly onJob = (c: { workflow_id: string }) => this.touch(c.workflow_id);
   private readonly onWorkflow = (id: string) => this.touch(id);
   private readonly onResync = () => this.resync();
+  /** Streams that ended, still following other servers' changes while their watch lingers. */
+  private readonly lingering = new Map<NodeJS.Timeout, () => void>();
 
   private readonly now: () => number;
   private readonly replayBytes: number;
@@ -121,6 +123,11 @@ export class LiveEvents {
 
   close(): void {
     this.closed = true;
+    for (const [timer, unfollow] of this.lingering) {
+      clearTimeout(timer);
+      unfollow();
+    }
+    this.lingering.clear();
     this.engine.events.off('job', this.onJob);
     this.engine.events.off('workflow', this.onWorkflow);
     this.engine.events.off('resync', this.onResync);
@@ -153,12 +160,16 @@ export class LiveEvents {
     // What arrives while the stream is being set up is one flush's worth at most: counted from then on.
     let ready = false;
     let left = false;
+    // Other servers send their job changes only while something here wants them; a watch lingers
+    // after its last listener (for clients that reconnect), and so does this.
+    const unfollow = this.engine.followChanges();
     const done = () => {
       if (left) return;
       left = true;
       this.listeners.delete(listener);
       if (workflowId === null) this.unwatchAll();
       else this.unwatch(workflowId);
+      this.lingerFollow(unfollow);
       wake?.();
     };
     const listener: Listener = {
@@ -188,6 +199,7 @@ export class LiveEvents {
       else await this.watch(workflowId);
     } catch (err) {
       this.listeners.delete(listener);
+      unfollow();
       throw err;
     }
     let replayed: LiveFrame[];
@@ -222,6 +234,16 @@ export class LiveEvents {
   }
 
   // ------------------------------------------------------------------------------ watching
+
+  private lingerFollow(unfollow: () => void): void {
+    if (this.closed) return unfollow();
+    const timer = setTimeout(() => {
+      this.lingering.delete(timer);
+      unfollow();
+    }, LINGER_MS);
+    timer.unref();
+    this.lingering.set(timer, unfollow);
+  }
 
   private async watch(id: string): Promise<void> {
     const w = this.watches.get(id);

@@ -54,6 +54,8 @@ export async function* followLogs(
   engine.events.on('job', onChange);
   engine.events.on('logs', onChange);
   engine.events.on('resync', onResync);
+  // Other servers send their job and log changes only while some stream or claim here wants them.
+  const unfollow = engine.followChanges();
   const onAbort = () => wake?.();
   opts.signal.addEventListener('abort', onAbort);
   try {
@@ -102,6 +104,7 @@ export async function* followLogs(
     engine.events.off('job', onChange);
     engine.events.off('logs', onChange);
     engine.events.off('resync', onResync);
+    unfollow();
     opts.signal.removeEventListener('abort', onAbort);
   }
 }

@@ -195,3 +195,64 @@ test('a dashboard following a workflow on one server sees the run and job change
   assert.equal(last('y'), 'success');
   await list.waitFor((evs) => evs.some((e) => json(e).id === 'seen' && json(e).status === 'success'), 'the list item ends in success', 5000);
 });
+
+/** Every message on the servers' channel, read on a connection of the test's own. */
+async function overhear(t: TestContext, url: string) {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const heard: Array<{ i: string; j?: unknown[]; s?: 1; w?: 1; all?: 1 }> = [];
+  await sql.listen('weft_events', (payload) => heard.push(JSON.parse(payload)));
+  t.after(() => sql.end({ timeout: 5 }));
+  return heard;
+}
+
+test('job changes are not sent to a server where nothing waits or follows; once a claim waits there, they are', async (t) => {
+  const { db, a, b } = await pair(t);
+  const heard = await overhear(t, db.url);
+  await a.api.createWorkflow({ id: 'q', jobs: { one: { run: 'true', labels: ['q'] }, two: { run: 'true', labels: ['q'] } } });
+  await a.api.run('q');
+  const first = (await a.api.claim('wa', ['q']))!;
+  assert.equal((await a.api.post(`/api/jobs/${first.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  // A run with labels new to the servers is always told (label sets): once its message is out, so is
+  // anything gathered before it.
+  await a.api.createWorkflow({ id: 'm', jobs: { only: { run: 'true', labels: ['marker'] } } });
+  await a.api.run('m');
+  await until(() => heard.some((m) => m.s === 1), 'the label-set message', 10_000, 5);
+  assert.deepEqual(heard.filter((m) => m.j || m.all), [], 'no job changes sent while B wanted none');
+
+  const pending = waitingClaim(b.url, 'wb', ['none-such']);
+  await parked(b);
+  await until(() => heard.some((m) => m.w === 1), 'B saying it wants changes', 10_000, 5);
+  const second = (await a.api.claim('wa', ['q']))!;
+  assert.equal((await a.api.post(`/api/jobs/${second.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await until(() => heard.some((m) => m.j), 'the completion sent to B', 10_000, 5);
+  await b.engine.close();
+  await pending;
+});
+
+test('a server that knows a workflow with concurrency groups is sent the other server\'s job changes', async (t) => {
+  const { db, a, b } = await pair(t);
+  const heard = await overhear(t, db.url);
+  await b.api.createWorkflow({
+    id: 'g',
+    jobs: { build: { run: 'true', labels: ['g'] }, deploy: { needs: 'build', run: 'true', labels: ['g'], concurrency: { group: 'deploy' } } },
+  });
+  // Started on B: B settles the group's arrivals after changes of this workflow, wherever they are made.
+  await b.api.run('g');
+  await until(() => heard.some((m) => m.w === 1), 'B saying it wants changes', 10_000, 5);
+  const c = (await a.api.claim('wa', ['g']))!;
+  assert.equal((await a.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await until(() => heard.some((m) => m.j), 'the completion sent to B', 10_000, 5);
+});
+
+test('a server that knows a workflow calling another is sent the other server\'s job changes', async (t) => {
+  const { db, a, b } = await pair(t);
+  const heard = await overhear(t, db.url);
+  await a.api.createWorkflow({ id: 'callee', jobs: { work: { run: 'true', labels: ['callee'] } } });
+  // Saved on B: B starts the call once a change of this workflow queues it, wherever it is made.
+  await b.api.createWorkflow({ id: 'caller', jobs: { first: { run: 'true', labels: ['caller'] }, call: { needs: 'first', uses: 'callee' } } });
+  await until(() => heard.some((m) => m.w === 1), 'B saying it wants changes', 10_000, 5);
+  await a.api.run('caller');
+  const c = (await a.api.claim('wa', ['caller']))!;
+  assert.equal((await a.api.post(`/api/jobs/${c.lease.lease_id}/complete`, { outputs: {} })).status, 200);
+  await until(() => heard.some((m) => m.j), 'the completion sent to B', 10_000, 5);
+});
