@@ -45,8 +45,8 @@ export function makeReads(c: Conn): StoreReads {
     getRunJobs: async (workflowId, runNumber) => (c.q('getRunJobs').all(workflowId, runNumber) as Row[]).map(toJob),
     getRunJobViews: async (workflowId, runNumber, page) =>
       (page
-        ? (c.q('getRunJobViewsPage').all(workflowId, runNumber, page.afterRowId, page.limit) as Row[])
-        : (c.q('getRunJobViews').all(workflowId, runNumber) as Row[])
+        ? c.rows('getRunJobViewsPage', workflowId, runNumber, page.afterRowId, page.limit)
+        : c.rows('getRunJobViews', workflowId, runNumber)
       ).map(toJobView),
     getJobsOfRuns: async (keys) =>
       keys.length === 0 ? [] : (c.q('getJobsOfRuns').all(runKeys(keys)) as Row[]).map(toJob),
