@@ -109,11 +109,15 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
       const claim = await plan(QUERIES.claimCandidates, CLAIM_PARAMS);
       assert.match(claim, /Index (Only )?Scan using jobs_claim/, claim);
       assert.doesNotMatch(claim, /Sort|Seq Scan/, claim);
-      // The claim runs those candidates inside one statement; only its few picked rows are ordered.
-      assert.ok(QUERIES.claim.includes(QUERIES.claimCandidates), 'the claim statement reads exactly the EXPLAINed candidates');
-      const whole = await plan(QUERIES.claim, CLAIM_STATEMENT_PARAMS);
-      assert.match(whole, /Index (Only )?Scan using jobs_claim/, whole);
-      assert.doesNotMatch(whole, /Seq Scan/, whole);
+      // A claim across keys reads those candidates inside one statement; only its few picked rows are
+      // ordered. A claim of one key locks its jobs as it reads them off the index, in order.
+      assert.ok(QUERIES.claimAcrossKeys.includes(QUERIES.claimCandidates), 'the claim across keys reads exactly the EXPLAINed candidates');
+      const across = await plan(QUERIES.claimAcrossKeys, CLAIM_STATEMENT_PARAMS);
+      assert.match(across, /Index (Only )?Scan using jobs_claim/, across);
+      assert.doesNotMatch(across, /Seq Scan/, across);
+      const one = await plan(QUERIES.claim, [[''], ...CLAIM_STATEMENT_PARAMS.slice(1)]);
+      assert.match(one, /Index (Only )?Scan using jobs_claim/, one);
+      assert.doesNotMatch(one, /Seq Scan/, one);
       const expiry = await plan(QUERIES.expiredLeases, EXPIRY_PARAMS);
       assert.match(expiry, /Index (Only )?Scan using leases_expiry/, expiry);
       assert.doesNotMatch(expiry, /Sort|Seq Scan/, expiry);

@@ -53,27 +53,57 @@ const one = (param: string, type: string): At => () => `${param}::${type}`;
 /** The n-th job's own value: the n-th element of an array parameter. */
 const nth = (param: string, type: string): At => (alias) => `(${param}::${type}[])[${alias}.n]`;
 
+/**
+ * The one-statement claim around `locked`, a CTE of the jobs to take (row_id, priority,
+ * ready_at_ms), already locked: they become running in claim order under the slots' leases, and the
+ * workers are recorded (their rows last: the unreferenced CTE runs after the rest). Parameters: see
+ * QUERIES.claim.
+ */
+const claimStatement = (locked: string) => `WITH ${locked}, pick AS (
+      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM locked
+    ), ${grantLeases({ now: nth('$9', 'bigint'), leaseId: nth('$4', 'text'), worker: nth('$5', 'text'), ttl: nth('$6', 'int'), expires: nth('$7', 'bigint'), token: nth('$8', 'text') })}, seen AS (
+      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
+      SELECT w.worker_id, w.labels, w.now_ms, w.now_ms
+      FROM unnest($10::text[], $11::text[], $12::bigint[], $13::int[]) AS w(worker_id, labels, now_ms, always)
+      WHERE w.always = 1 OR w.worker_id IN (SELECT t.worker_id FROM taken t)
+      ORDER BY w.worker_id
+      ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
+    )
+    SELECT * FROM taken ORDER BY n`;
+
 export const CLAIM_QUERIES = {
   claimCandidates: CLAIM_CANDIDATES,
   /**
-   * The whole claim in one statement, for one claim or for several with the same label keys that
-   * arrived together (claim.ts, coalesce.ts). The first $3 candidates in claim order say how many
-   * jobs each label key gives (`share`); then each key's first that many claimable jobs are locked as
-   * they are read, SKIP LOCKED passing over rows another claim holds, so concurrent claimers take
-   * different jobs and none waits. Only the jobs taken are ever locked: locking every key's candidates
-   * held jobs the claim did not take away from a concurrent claim of other label keys, which then
-   * came back with less than there was. The locked jobs become running under a fresh lease each, and
-   * the workers are recorded (their rows last: the unreferenced CTE runs after the rest). Each claimer has a run of consecutive slots, as many as it
-   * asked for, so the n-th job taken is the n-th slot's: its lease id, worker, ttl, expiry, token and
-   * time. With fewer jobs than slots the later claimers get fewer, as if they had come later.
-   * $1..$3 as claimCandidates ($2 the earliest claimer's now, $3 = slots), per slot: $4 lease id,
-   * $5 worker id, $6 ttl secs (int[]), $7 lease expiry (bigint[]), $8 token name (or NULL), $9 now
-   * (bigint[]); per distinct worker, in worker_id order (the lock order of their rows): $10 worker id,
-   * $11 labels (JSON text), $12 now (bigint[]), $13 whether it is recorded even if it takes no job
-   * (int[], 1 or 0: 0 only when all its claims here are retries, StoreClaim.retry; postgres.js sends
-   * no boolean arrays).
+   * The whole claim in one statement, for one claim or for several with the same label key that
+   * arrived together (claim.ts, coalesce.ts): the key's first $3 claimable jobs in claim order,
+   * read from the partial index jobs_claim and locked as they are read (SKIP LOCKED passes over rows
+   * another claim holds, so concurrent claimers take different jobs and none waits), become running
+   * under a fresh lease each. Each claimer has a run of consecutive slots, as many as it asked for,
+   * so the n-th job taken is the n-th slot's: its lease id, worker, ttl, expiry, token and time. With
+   * fewer jobs than slots the later claimers get fewer, as if they had come later. $1 the label key
+   * (a text[] of one; claimAcrossKeys takes several), $2 the earliest claimer's now, $3 slots; per
+   * slot: $4 lease id, $5 worker id, $6 ttl secs (int[]), $7 lease expiry (bigint[]), $8 token name
+   * (or NULL), $9 now (bigint[]); per distinct worker, in worker_id order (the lock order of their
+   * rows): $10 worker id, $11 labels (JSON text), $12 now (bigint[]), $13 whether it is recorded even
+   * if it takes no job (int[], 1 or 0: 0 only when all its claims here are retries, StoreClaim.retry;
+   * postgres.js sends no boolean arrays).
    */
-  claim: `WITH cand AS MATERIALIZED (${CLAIM_CANDIDATES}
+  claim: claimStatement(`locked AS MATERIALIZED (
+      SELECT j.row_id, j.priority, j.ready_at_ms FROM jobs j
+      WHERE ${claimable('($1::text[])[1]')}
+      ORDER BY j.priority DESC, j.ready_at_ms, j.row_id
+      LIMIT $3::int
+      FOR UPDATE SKIP LOCKED
+    )`),
+  /**
+   * As claim, for claimers that fit several label keys. Locking each key's first $3 candidates as
+   * they are read would hold up to $3 jobs per key for a claim that takes $3 in all, and a concurrent
+   * claim of other label keys would skip the ones not taken (SKIP LOCKED) and come back with less than
+   * there was. So the candidates are read without locks (claimCandidates), the first $3 of them in
+   * claim order say how many jobs each key gives (`share`), and only that many per key are locked as
+   * they are read, SKIP LOCKED passing over rows other claims hold.
+   */
+  claimAcrossKeys: claimStatement(`cand AS MATERIALIZED (${CLAIM_CANDIDATES}
     ), share AS (
       SELECT f.label_key, count(*)::int AS n
       FROM (SELECT label_key FROM cand ORDER BY priority DESC, ready_at_ms, row_id LIMIT $3::int) AS f GROUP BY f.label_key
@@ -86,17 +116,7 @@ export const CLAIM_QUERIES = {
         LIMIT s.n
         FOR UPDATE SKIP LOCKED
       ) AS l
-    ), pick AS (
-      SELECT row_id, row_number() OVER (ORDER BY priority DESC, ready_at_ms, row_id) AS n FROM locked
-    ), ${grantLeases({ now: nth('$9', 'bigint'), leaseId: nth('$4', 'text'), worker: nth('$5', 'text'), ttl: nth('$6', 'int'), expires: nth('$7', 'bigint'), token: nth('$8', 'text') })}, seen AS (
-      INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms)
-      SELECT w.worker_id, w.labels, w.now_ms, w.now_ms
-      FROM unnest($10::text[], $11::text[], $12::bigint[], $13::int[]) AS w(worker_id, labels, now_ms, always)
-      WHERE w.always = 1 OR w.worker_id IN (SELECT t.worker_id FROM taken t)
-      ORDER BY w.worker_id
-      ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
-    )
-    SELECT * FROM taken ORDER BY n`,
+    )`),
   /**
    * Hands claims back unused: each still-active lease becomes `released` and its job, if running under
    * it, returns to the queue with the same attempt and ready_at_ms (its place). Leases are locked in

@@ -47,7 +47,7 @@ function claimer(sql: Sql): Coalescer<ClaimCall, Row[]> {
 }
 
 /**
- * One QUERIES.claim for claims with the same label keys: each has a run of slots as long as its
+ * One QUERIES.claim (QUERIES.claimAcrossKeys for several keys) for claims with the same label keys: each has a run of slots as long as its
  * `max`, in arrival order, and takes the jobs that fall in its slots. The candidates are those
  * claimable at the earliest claimer's time, so no claimer gets a job not yet ready at its own.
  */
@@ -73,7 +73,7 @@ async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row
     seen.set(req.worker_id, { labels: JSON.stringify(req.worker_labels), now: req.now_ms, always });
   });
   const workers = [...seen.keys()].sort();
-  const rows = await writeStatement(sql, QUERIES.claim, [
+  const rows = await writeStatement(sql, batch[0]!.keys.length === 1 ? QUERIES.claim : QUERIES.claimAcrossKeys, [
     batch[0]!.keys,
     Math.min(...batch.map((c) => c.req.now_ms)),
     owner.length,
