@@ -350,6 +350,14 @@ export class Engine extends EngineReads {
     return this.claims.release(claims);
   }
 
+  /**
+   * Whether a report-batch's claim goes to the store together with its reports (one commit holds
+   * them all) or after them (so that it sees the jobs they enqueue): Store.writesShareCommits.
+   */
+  get claimsWithReports(): boolean {
+    return this.store.writesShareCommits;
+  }
+
   /** How many claims are waiting for a job right now. */
   get waitingClaims(): number {
     return this.claims.waiting;

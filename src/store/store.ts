@@ -140,6 +140,13 @@ export interface StoreReads extends ArtifactReads, SecretReads, CallReads, Notif
 export interface Store extends ArtifactWrites, SecretWrites, RunEndReads, RunEndWrites, CallWrites, NotificationWrites {
   /** Human-readable kind, for logs: "sqlite" or "postgres". */
   readonly kind: string;
+  /**
+   * Whether writes handed over in the same turn of the event loop share one transaction, each seeing
+   * the ones before it (SQLite's writer thread, sqlite/writer.ts). A report-batch then hands its claim
+   * over together with its reports; otherwise (PostgreSQL: a statement per kind of write, in flight at
+   * once) the claim goes after the reports, so that it sees the jobs they enqueue.
+   */
+  readonly writesShareCommits: boolean;
 
   /** Runs `fn` against one consistent snapshot for reading. */
   read<T>(fn: (reads: StoreReads) => Promise<T>): Promise<T>;

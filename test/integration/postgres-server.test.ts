@@ -49,3 +49,26 @@ test('server and worker on PostgreSQL: a run succeeds and survives kill -9 of th
   assert.ok(workers.some((w: any) => w.worker_id === 'pg-worker'));
   assert.equal((await again.run('pg')).run_number, 2);
 });
+
+test('PostgreSQL: the claim a report-batch carries gets the job its complete enqueued, in the same answer', async (t) => {
+  const db = await createDatabase();
+  t.after(() => db.drop());
+  const sb = sandbox(t, 'weft-pg-chain-');
+  const server = await serverProcess(t, sb, { ...sb.env, DATABASE_URL: db.url });
+  const api = client(server.url);
+  const jobs = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`s${i}`, i === 0 ? { run: 'true' } : { run: 'true', needs: `s${i - 1}` }]));
+  await api.createWorkflow({ id: 'chain', jobs });
+  await api.run('chain');
+  const claim = { worker_id: 'w', labels: [], lease_ttl_secs: 30, max_jobs: 1 };
+  let held = (await api.post('/api/jobs/claim-batch', claim)).body.claims[0];
+  assert.equal(held?.job.job_id, 's0');
+  // Each complete enqueues the next step; the claim beside it must see it (a claim sent at the same
+  // time as the complete ran beside it and came back empty).
+  for (let i = 1; i < 12; i++) {
+    const r = await api.post('/api/jobs/report-batch', { reports: [{ lease_id: held.lease.lease_id, outcome: 'complete' }], claim });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.results[0].status, 200, r.text);
+    assert.equal(r.body.claims[0]?.job.job_id, `s${i}`, `step ${i}: ${r.text}`);
+    held = r.body.claims[0];
+  }
+});

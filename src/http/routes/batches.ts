@@ -88,9 +88,11 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       // Before any report is applied: a refused request does nothing.
       if (req.body.claim) requireWorkerScope(req, req.body.claim.worker_id, req.body.claim.labels ?? []);
       const holder = leaseHolder(req);
-      // The reports, and the claim after them, reach the store together, so that one commit can hold
-      // them all: the reports are handed over first (synchronously, in order), so the claim sees the
-      // jobs they enqueue. Each report still settles on its own.
+      // Where one commit can hold them all (SQLite), the reports and the claim after them reach the
+      // store together: the reports are handed over first (synchronously, in order), so the claim
+      // sees the jobs they enqueue. Elsewhere (PostgreSQL) the claim waits for the reports: sent at
+      // once, it ran beside them, missed the job a complete enqueued, and the worker got that job a
+      // wake-up and a claim later. Each report still settles on its own.
       const reports = Promise.all(
         req.body.reports.map(async (r): Promise<ReportResult> => {
           try {
@@ -104,7 +106,12 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
           }
         }),
       );
-      const claiming = req.body.claim ? claimFor(engine, req.body.claim, req, reply) : Promise.resolve([]);
+      const claim = req.body.claim;
+      const claiming = !claim
+        ? Promise.resolve([])
+        : engine.claimsWithReports
+          ? claimFor(engine, claim, req, reply)
+          : reports.then(() => claimFor(engine, claim, req, reply));
       const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
       if (settledReports.status === 'rejected') {
         // No answer will carry the claims: put their jobs back rather than leave them leased.

@@ -105,6 +105,7 @@ const ARRAY_PARAMETERS = {
  */
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
+  readonly writesShareCommits = false;
 
   private constructor(
     readonly sql: Sql,

@@ -69,6 +69,7 @@ export type { SqliteStoreOptions } from './connection.js';
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
+  readonly writesShareCommits = true;
   private readonly db: Database.Database;
   private readonly conn: Conn;
   private readonly reads: StoreReads;
