@@ -446,7 +446,7 @@ export class WorkflowClient {
     let answer: PlainAnswer;
     try {
       if (this.plainCalls) {
-        answer = await (await import('./node-json.js')).jsonCall(url, method, headers, payload, signal);
+        answer = await (await loadNodeJson()).jsonCall(url, method, headers, payload, signal);
       } else {
         const res = await this.fetchImpl(url, { method, signal, headers, ...(payload !== undefined ? { body: payload } : {}) });
         if (!res.ok) throw await fetchError(res, method, path);
@@ -483,6 +483,10 @@ function causeText(err: unknown): string {
 }
 
 const enc = encodeURIComponent;
+
+/** ./node-json.ts, imported once, on the first JSON call that uses it (not where Node's modules do not exist). */
+let nodeJson: Promise<typeof import('./node-json.js')> | null = null;
+const loadNodeJson = () => (nodeJson ??= import('./node-json.js'));
 
 /** The error of a refused fetch, its body read. */
 async function fetchError(res: Response, method: string, path: string): Promise<WorkflowApiError> {

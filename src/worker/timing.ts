@@ -12,14 +12,6 @@ export function backoffMs(n: number, capMs: number, baseMs = 250): number {
   return Math.min(capMs, raw * (0.8 + Math.random() * 0.4));
 }
 
-/** Resolves when `signal` aborts (at once if it already has). Holds no timer, so keeps nothing alive. */
-export function whenAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
-}
-
 /**
  * A resettable wake-up: `wait()` resolves at the next `poke()` (or after `ms`). Plain callbacks, not
  * an AbortController: a worker pokes several times per job, and each abort without a reason builds a
