@@ -149,7 +149,10 @@ export function reaperAndLogCases(withStore: Case): void {
   withStore('getRunJobViews reads what a status document shows of the run\'s jobs, in row order, whole or a page at a time', async (store) => {
     const specs = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`j${i}`, i === 2 ? { labels: ['gpu'], timeout_secs: 9 } : {}]));
     await start(store, 'w', 1000, specs);
-    await claimOne(store, 1100, 'j0');
+    // Rows in every state a view shows something of: done with outputs, failed with an error, running.
+    await complete(store, (await claimOne(store, 1100, 'j0')).lease.lease_id, { k: 'v' }, 1150);
+    await store.fail((await claimOne(store, 1200, 'j1')).lease.lease_id, 'boom', false, 1250);
+    await claimOne(store, 1300, 'j2', { keys: [labelKey(['gpu'])], labels: ['gpu'] });
     const all = await read(store, (r) => r.getRunJobs('w', 1));
     const views = await read(store, (r) => r.getRunJobViews('w', 1));
     // Each view is its job's record, its other fields left out.
