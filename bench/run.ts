@@ -250,7 +250,7 @@ async function main(): Promise<void> {
 
   if (s.sections.includes('large')) {
     for (const store of s.stores) {
-      for (const shape of ['flat', 'layered'] as const) {
+      for (const shape of s.large.shapes) {
         if (!liveStores.includes(store)) {
           rows.push(skippedRow(`large.${shape}.${store}`, `large ${shape} run · ${STORE_NAME[store]}`, 'large', store));
           continue;

@@ -30,6 +30,8 @@ function leaseId(): string {
 }
 const JOBS = Number(process.argv[2] ?? 20_000);
 const GROUP = Number(process.argv[3] ?? 8);
+/** Jobs per seeded run (RUN_JOBS; the spec path's seeding puts 2,000 in each, the `large` section 10,000 in one). */
+const RUN_JOBS = Number(process.env.RUN_JOBS ?? 2000);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-store-ops-'));
 const file = path.join(dir, 'weft.db');
 
@@ -38,13 +40,13 @@ async function seed(): Promise<void> {
   const now = Date.now();
   const labels: string[] = [];
   const key = labelKey(labels);
-  for (let w = 0; w * 2000 < JOBS; w++) {
+  for (let w = 0; w * RUN_JOBS < JOBS; w++) {
     const id = `wf-${w}`;
     await store.createWorkflow({
       id, name: id, trigger: null, source: 'api', hash: 'h', created_at_ms: now, updated_at_ms: now, latest_run: 0,
       definition: { id, name: id, trigger: null, env: {}, jobs: [] },
     } as never);
-    const jobs = Array.from({ length: Math.min(2000, JOBS - w * 2000) }, (_, i) => ({
+    const jobs = Array.from({ length: Math.min(RUN_JOBS, JOBS - w * RUN_JOBS) }, (_, i) => ({
       workflow_id: id, job_id: `j${i}`, name: `j${i}`, command: 'true', env: {}, labels, label_key: key, needs: [],
       dependents: [], pending_needs: 0, condition: 'success', needs_results: {}, failed_upstream: false, run_cancelled: false,
       conditional_dependents: false, max_retries: 0, backoff: { kind: 'none' }, timeout_secs: null, status: 'queued',

@@ -31,7 +31,7 @@ export interface Settings {
    * Large runs (bench/scenarios/large.ts): a flat run of `jobs` and a `layers` × `width` layered one;
    * each shape created `creates` times, its status document and the list page read `reads` times.
    */
-  large: { jobs: number; layers: number; width: number; creates: number; reads: number };
+  large: { jobs: number; layers: number; width: number; creates: number; reads: number; shapes: Array<'flat' | 'layered'> };
   /** Server counts of the `servers` rows: the spec path on PostgreSQL through that many servers on one database. */
   serverCounts: number[];
   stores: StoreKind[];
@@ -73,7 +73,17 @@ export function loadSettings(): Settings {
     // 1k: every loop's two fitting label sets hold 40 jobs, so 30 claims per loop never run dry.
     backlog: { sizes, labelSets: 50, claimsPerLoop: { small: 30, large: 150 } },
     workers: { concurrency: 8, chainLength: quick ? 50 : 200, fanWidth: 50, drainJobs: quick ? 400 : 2000, drainWorkers: 4, bareSpawns: quick ? 200 : 1000 },
-    large: { jobs: envInt('BENCH_LARGE_JOBS', 10_000), layers: 100, width: 100, creates: 3, reads: quick ? 10 : 30 },
+    large: {
+      jobs: envInt('BENCH_LARGE_JOBS', 10_000),
+      layers: 100,
+      width: 100,
+      creates: 3,
+      reads: quick ? 10 : 30,
+      shapes: (list('BENCH_LARGE_SHAPES') ?? ['flat', 'layered']).map((x) => {
+        if (x !== 'flat' && x !== 'layered') throw new Error(`BENCH_LARGE_SHAPES: unknown shape "${x}" (flat, layered)`);
+        return x;
+      }),
+    },
     serverCounts: (list('BENCH_SERVER_COUNTS') ?? ['2', '3']).map((x) => {
       const n = Number(x);
       if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error(`BENCH_SERVER_COUNTS: "${x}" is not an integer 1..8`);

@@ -87,6 +87,14 @@ test('sqlite: the claim, reaper and job-count statements are reads of their part
   }
 });
 
+test('sqlite: no statement takes its LIMIT as a bare parameter, which SQLite would compile again at every new binding', () => {
+  // SQLite plans `LIMIT ?` for the value bound and so re-prepares the statement whenever the binding
+  // changes; `LIMIT +?` gives the same plan without that (src/store/sqlite/queries.ts).
+  const bare = Object.entries(QUERIES).filter(([, sql]) => /\bLIMIT\s+[?@:$]/i.test(sql)).map(([name]) => name);
+  assert.deepEqual(bare, [], `write these statements' LIMIT as \`LIMIT +?\`: ${bare.join(', ')}`);
+  assert.ok(Object.values(QUERIES).filter((sql) => /\bLIMIT\s+\+[?@]/.test(sql)).length >= 30, 'the check above no longer sees the statements it guards');
+});
+
 test('sqlite: every lease call finds its lease by id through jobs_lease, the leases moved on from by their primary key', async () => {
   await withSqlitePlans((plan) => {
     const id = { lease_id: 'l' };

@@ -165,11 +165,11 @@ async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyReques
   const claims = await engine.claimMany(
     { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs, token_name: leaseHolder(req) },
     c.max_jobs ?? 1,
-    { waitMs: (c.wait_secs ?? 0) * 1000, signal: gone.signal },
+    { waitMs: (c.wait_secs ?? 0) * 1000, signal: c.wait_secs ? gone.signal : undefined },
   );
   gone.done();
   // Granted while the client was leaving: nobody will run them, so they go straight back.
-  if (gone.signal.aborted && claims.length > 0) await engine.release(claims);
+  if (gone.left && claims.length > 0) await engine.release(claims);
   return claims;
 }
 

@@ -57,13 +57,14 @@ export function jobRoutes(app: FastifyInstance, engine: Engine): void {
       const { worker_id, labels = [], lease_ttl_secs, wait_secs = 0 } = req.body;
       requireWorkerScope(req, worker_id, labels);
       const gone = clientGone(reply);
+      const waitMs = wait_secs * 1000;
       const result = await engine.claim(
         { worker_id, labels, lease_ttl_secs, token_name: leaseHolder(req) },
-        { waitMs: wait_secs * 1000, signal: gone.signal },
+        { waitMs, signal: waitMs > 0 ? gone.signal : undefined },
       );
       gone.done();
       // Granted while the client was leaving: nobody will run it, so it goes straight back.
-      if (gone.signal.aborted && result !== null) {
+      if (gone.left && result !== null) {
         await engine.release([result]);
         return reply;
       }

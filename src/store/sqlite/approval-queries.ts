@@ -29,5 +29,5 @@ export const APPROVAL_QUERIES = {
   /** Waits past their deadline, through the partial index jobs_approval_deadline. ? now_ms, ? limit */
   dueApprovals: `SELECT * FROM jobs
     WHERE status = 'awaiting_approval' AND approval_deadline_ms IS NOT NULL AND approval_deadline_ms < ?
-    ORDER BY approval_deadline_ms LIMIT ?`,
+    ORDER BY approval_deadline_ms LIMIT +?`,
 } as const;

@@ -12,7 +12,7 @@ export const ARTIFACT_QUERIES = {
   /** ? blob_id */
   deleteArtifactUpload: `DELETE FROM artifact_uploads WHERE blob_id = ?`,
   /** Uploads started before a time. ? before_ms, ? limit */
-  staleArtifactUploads: `SELECT blob_id FROM artifact_uploads WHERE started_at_ms < ? ORDER BY started_at_ms LIMIT ?`,
+  staleArtifactUploads: `SELECT blob_id FROM artifact_uploads WHERE started_at_ms < ? ORDER BY started_at_ms LIMIT +?`,
   /** ? blob_id, ? seq, ? data */
   putArtifactChunk: `INSERT OR REPLACE INTO artifact_chunks (blob_id, seq, data) VALUES (?, ?, ?)`,
   /** ? blob_id, ? seq */

@@ -10,7 +10,7 @@ export const CLAIM_QUERIES = {
   plainClaimCandidates: `SELECT row_id, priority, ready_at_ms, max_parallel, NULL AS group_key, 0 AS group_running,
       NULL AS concurrency_group FROM jobs
     WHERE status = 'queued' AND label_key = ? AND ready_at_ms <= ?
-    ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
+    ORDER BY priority DESC, ready_at_ms, row_id LIMIT +?`,
   /**
    * Whether any instance of a capped group is queued, through the partial index jobs_claim_capped, or
    * any job of a concurrency group, through jobs_job_group (its predicate repeated word for word, as
@@ -36,7 +36,7 @@ export const CLAIM_QUERIES = {
           AND s.status = 'running' AND s.group_id IS NOT NULL))
       AND (concurrency_group IS NULL OR NOT EXISTS (SELECT 1 FROM jobs g INDEXED BY jobs_job_group
         WHERE g.concurrency_group = jobs.concurrency_group AND g.status IN ('queued', 'running') AND g.status = 'running'))
-    ORDER BY priority DESC, ready_at_ms, row_id LIMIT ?`,
+    ORDER BY priority DESC, ready_at_ms, row_id LIMIT +?`,
   /**
    * The job runs under a new lease, kept in its row (migrations.ts version 24). No row unless still
    * queued. @row_id @now_ms @worker_id @lease_id @ttl_secs @expires_at_ms @token_name

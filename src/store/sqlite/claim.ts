@@ -49,7 +49,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
     const expires = leaseExpiresAt(now, req.ttl_secs);
     const tokenName = req.token_name ?? null;
     // The lease is written into the job's row by this one update (migrations.ts version 24).
-    const row = c.q('startJob').get({
+    const row = c.row('startJob', {
       row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId, ttl_secs: req.ttl_secs, expires_at_ms: expires, token_name: tokenName,
     }) as Row | undefined;
     if (!row) continue;

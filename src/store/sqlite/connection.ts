@@ -89,27 +89,46 @@ export class Conn {
 
   private readonly rawStmts = new Map<QueryName, { stmt: Statement; columns: string[] }>();
 
-  /**
-   * All rows of the read `name`, as q(name).all(...params) answers them, but read as arrays
-   * (better-sqlite3's raw mode) and made objects here: for many rows of many columns that costs about
-   * three quarters as much (a status document's 10,000 jobs: docs/performance.md "Third round").
-   */
-  rows(name: QueryName, ...params: unknown[]): Array<Record<string, unknown>> {
+  /** `name` prepared in better-sqlite3's raw mode (rows as arrays), with its column names. */
+  private raw(name: QueryName): { stmt: Statement; columns: string[] } {
+    if (MAY_QUEUE.has(name)) this.cappedQueued = null;
     let r = this.rawStmts.get(name);
     if (!r) {
       const stmt = this.db.prepare(QUERIES[name]).raw(true);
       r = { stmt, columns: stmt.columns().map((c) => c.name) };
       this.rawStmts.set(name, r);
     }
-    const { stmt, columns } = r;
+    return r;
+  }
+
+  /**
+   * All rows of the read `name`, as q(name).all(...params) answers them, but read as arrays
+   * (better-sqlite3's raw mode) and made objects here: for many rows of many columns that costs about
+   * three quarters as much (a status document's 10,000 jobs: docs/performance.md "Third round").
+   */
+  rows(name: QueryName, ...params: unknown[]): Array<Record<string, unknown>> {
+    const { stmt, columns } = this.raw(name);
     const out: Array<Record<string, unknown>> = [];
-    for (const values of stmt.all(...params) as unknown[][]) {
-      const row: Record<string, unknown> = {};
-      for (let i = 0; i < columns.length; i++) row[columns[i]!] = values[i];
-      out.push(row);
-    }
+    for (const values of stmt.all(...params) as unknown[][]) out.push(toObject(columns, values));
     return out;
   }
+
+  /**
+   * The first row of `name`, as q(name).get(...params) answers it, made an object the way rows()
+   * makes them: the whole job row a claim or a complete returns costs a quarter less so
+   * (docs/performance.md "Fourth round").
+   */
+  row(name: QueryName, ...params: unknown[]): Record<string, unknown> | undefined {
+    const { stmt, columns } = this.raw(name);
+    const values = stmt.get(...params) as unknown[] | undefined;
+    return values === undefined ? undefined : toObject(columns, values);
+  }
+}
+
+function toObject(columns: readonly string[], values: readonly unknown[]): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  for (let i = 0; i < columns.length; i++) row[columns[i]!] = values[i];
+  return row;
 }
 
 /** The statements that can make a job `queued` (insert one queued, or move one to `queued`). */

@@ -6,7 +6,7 @@
 export const JOB_CONCURRENCY_QUERIES = {
   /** Groups a job arrived in that is not settled yet, through jobs_group_arrivals. ? limit */
   groupsWithArrivals: `SELECT DISTINCT concurrency_group FROM jobs INDEXED BY jobs_group_arrivals
-    WHERE concurrency_group IS NOT NULL AND group_checked = 0 AND status IN ('queued', 'running') LIMIT ?`,
+    WHERE concurrency_group IS NOT NULL AND group_checked = 0 AND status IN ('queued', 'running') LIMIT +?`,
   /** The group's queued and running jobs, through jobs_job_group. ? group */
   jobGroupMembers: `SELECT * FROM jobs INDEXED BY jobs_job_group
     WHERE concurrency_group = ? AND status IN ('queued', 'running') ORDER BY enqueued_at_ms, row_id`,

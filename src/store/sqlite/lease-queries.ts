@@ -94,10 +94,10 @@ export const LEASE_QUERIES = {
     RETURNING *`,
   /** Active leases past their expiry, through the partial index jobs_lease_expiry. ? now_ms, ? limit */
   expiredLeases: `SELECT ${LEASE_OF_JOB} FROM jobs WHERE lease_state = 'active' AND lease_expires_at_ms < ?
-    ORDER BY lease_expires_at_ms LIMIT ?`,
+    ORDER BY lease_expires_at_ms LIMIT +?`,
   /** Running jobs past their deadline, through the partial index jobs_deadline. ? now_ms, ? limit */
   timedOutJobs: `SELECT * FROM jobs WHERE status = 'running' AND deadline_ms IS NOT NULL AND deadline_ms < ?
-    ORDER BY deadline_ms LIMIT ?`,
+    ORDER BY deadline_ms LIMIT +?`,
   /** ? worker_id, ? labels (JSON), ? now_ms, ? now_ms again; registered_at_ms stays from the first time */
   upsertWorker: `INSERT INTO workers (worker_id, labels, registered_at_ms, last_seen_ms) VALUES (?, ?, ?, ?)
     ON CONFLICT (worker_id) DO UPDATE SET labels = excluded.labels, last_seen_ms = excluded.last_seen_ms
@@ -111,5 +111,5 @@ export const LEASE_QUERIES = {
       SELECT w.worker_id FROM workers w
       WHERE w.last_seen_ms < ?
         AND w.worker_id NOT IN (SELECT worker_id FROM jobs WHERE lease_state = 'active' AND worker_id IS NOT NULL)
-      ORDER BY w.last_seen_ms LIMIT ?)`,
+      ORDER BY w.last_seen_ms LIMIT +?)`,
 } as const;

@@ -15,7 +15,7 @@ export const NOTIFICATION_QUERIES = {
    */
   dueNotifications: `SELECT seq FROM notifications INDEXED BY notifications_due
     WHERE status IN ('pending', 'delivering') AND due_at_ms <= ?
-    ORDER BY due_at_ms, seq LIMIT ?`,
+    ORDER BY due_at_ms, seq LIMIT +?`,
   /** @seq, @now_ms, @until_ms, @claim_id */
   claimNotification: `UPDATE notifications
     SET status = 'delivering', attempts = attempts + 1, due_at_ms = @until_ms, claim_id = @claim_id, updated_at_ms = @now_ms
@@ -30,22 +30,22 @@ export const NOTIFICATION_QUERIES = {
   /** ? before, ? limit */
   pruneNotifications: `DELETE FROM notifications WHERE seq IN (
       SELECT seq FROM notifications INDEXED BY notifications_settled
-      WHERE status IN ('delivered', 'failed') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT ?)`,
+      WHERE status IN ('delivered', 'failed') AND updated_at_ms < ? ORDER BY updated_at_ms LIMIT +?)`,
   /** ? workflow_id */
   deleteWorkflowNotifications: `DELETE FROM notifications WHERE workflow_id = ?`,
   nextNotificationDue: `SELECT MIN(due_at_ms) AS due FROM notifications INDEXED BY notifications_due WHERE status IN ('pending', 'delivering')`,
   // The list, newest first, one statement per filter so that each reads an index in order.
   /** @limit, @offset */
-  listNotifications: `SELECT * FROM notifications ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+  listNotifications: `SELECT * FROM notifications ORDER BY seq DESC LIMIT +@limit OFFSET @offset`,
   /** @status, @limit, @offset */
-  listNotificationsByStatus: `SELECT * FROM notifications WHERE status = @status ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+  listNotificationsByStatus: `SELECT * FROM notifications WHERE status = @status ORDER BY seq DESC LIMIT +@limit OFFSET @offset`,
   /** @workflow_id, @status (NULL: any), @limit, @offset */
   listWorkflowNotifications: `SELECT * FROM notifications WHERE workflow_id = @workflow_id AND (@status IS NULL OR status = @status)
-    ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+    ORDER BY seq DESC LIMIT +@limit OFFSET @offset`,
   /** @workflow_id, @run_number, @status (NULL: any), @limit, @offset */
   listRunNotifications: `SELECT * FROM notifications WHERE workflow_id = @workflow_id AND run_number = @run_number AND (@status IS NULL OR status = @status)
-    ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+    ORDER BY seq DESC LIMIT +@limit OFFSET @offset`,
   /** ? workflow_id, ? run_number, ? limit */
   failedJobsOfRun: `SELECT job_id, name, attempt, error FROM jobs
-    WHERE workflow_id = ? AND run_number = ? AND status = 'failed' ORDER BY row_id LIMIT ?`,
+    WHERE workflow_id = ? AND run_number = ? AND status = 'failed' ORDER BY row_id LIMIT +?`,
 } as const;

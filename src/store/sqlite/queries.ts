@@ -21,6 +21,13 @@ import { CALL_QUERIES } from './call-queries.js';
  * lists its parameters: `?` ones in order, `@name` ones by name. The index-plan tests EXPLAIN
  * claimCandidates, expiredLeases, timedOutJobs, activeJobCounts and the retention statements as
  * QUERIES holds them.
+ *
+ * A parameter LIMIT is written `LIMIT +?` (or `LIMIT +@name`), never `LIMIT ?`: SQLite (3.47 on)
+ * plans a statement with a bare parameter LIMIT for the value bound, so it compiles the statement
+ * again at every run whose binding is new, which made a claim's candidate read three times dearer
+ * (docs/performance.md "Fourth round"). The unary plus keeps the value and hides it from the planner;
+ * the plans of every such statement are the same either way. test/store/sqlite.test.ts holds QUERIES
+ * to it.
  */
 export const QUERIES = {
   ...READ_QUERIES,

@@ -11,13 +11,13 @@ export const READ_QUERIES = {
   /** ? limit, ? offset */
   listWorkflows: `SELECT * FROM workflows
     WHERE @search IS NULL OR instr(lower(id), @search) > 0 OR instr(lower(name), @search) > 0
-    ORDER BY id LIMIT @limit OFFSET @offset`,
+    ORDER BY id LIMIT +@limit OFFSET @offset`,
   /** @status (a job state) @search (lower-case, or null) @limit @offset; idle workflows count as all-pending */
   listWorkflowsByJobStatus: `SELECT w.* FROM workflows w
     WHERE (EXISTS (SELECT 1 FROM jobs j WHERE j.workflow_id = w.id AND j.run_number = w.latest_run AND j.status = @status)
        OR (@status = 'pending' AND w.latest_run = 0))
       AND (@search IS NULL OR instr(lower(w.id), @search) > 0 OR instr(lower(w.name), @search) > 0)
-    ORDER BY w.id LIMIT @limit OFFSET @offset`,
+    ORDER BY w.id LIMIT +@limit OFFSET @offset`,
   /** ? workflow_id, ? run_number */
   getRun: `SELECT * FROM runs WHERE workflow_id = ? AND run_number = ?`,
   /** The definition runs of the workflow with this hash used. ? workflow_id, ? hash */
@@ -30,13 +30,13 @@ export const READ_QUERIES = {
   /** What a status document shows of each job (rows.ts JOB_VIEW_COLUMNS). ? workflow_id, ? run_number */
   getRunJobViews: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = ? AND run_number = ? ORDER BY row_id`,
   /** As getRunJobViews, a page: ? workflow_id, ? run_number, ? after row_id, ? limit */
-  getRunJobViewsPage: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = ? AND run_number = ? AND row_id > ? ORDER BY row_id LIMIT ?`,
+  getRunJobViewsPage: `SELECT ${JOB_VIEW_COLUMNS} FROM jobs WHERE workflow_id = ? AND run_number = ? AND row_id > ? ORDER BY row_id LIMIT +?`,
   /** ? JSON array of [workflow_id, run_number] pairs */
   getJobsOfRuns: `SELECT j.* FROM json_each(?) k
     JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
     ORDER BY j.row_id`,
   /** Newest first, through the primary key. ? workflow_id, ? limit, ? offset */
-  listRuns: `SELECT * FROM runs WHERE workflow_id = ? ORDER BY run_number DESC LIMIT ? OFFSET ?`,
+  listRuns: `SELECT * FROM runs WHERE workflow_id = ? ORDER BY run_number DESC LIMIT +? OFFSET ?`,
   /** Counted off the covering index jobs_run_status. ? JSON array of [workflow_id, run_number] pairs */
   jobCountsOfRuns: `SELECT j.workflow_id, j.run_number, j.status, count(*) AS count FROM json_each(?) k
     JOIN jobs j ON j.workflow_id = json_extract(k.value, '$[0]') AND j.run_number = json_extract(k.value, '$[1]')
@@ -69,11 +69,11 @@ export const READ_QUERIES = {
   /** ? workflow_id, ? run_number, ? job_id, ? attempt, ? after_sequence (-1: all), ? limit (-1: no limit) */
   getLogChunks: `SELECT * FROM log_chunks
     WHERE workflow_id = ? AND run_number = ? AND job_id = ? AND attempt = ? AND sequence > ?
-    ORDER BY sequence LIMIT ?`,
+    ORDER BY sequence LIMIT +?`,
   /** ? workflow_id, ? run_number, ? job_id */
   latestLogAttempt: `SELECT max(attempt) AS attempt FROM log_chunks WHERE workflow_id = ? AND run_number = ? AND job_id = ?`,
   /** ? limit (-1: all), ? offset */
-  listWorkers: `SELECT * FROM workers ORDER BY worker_id LIMIT ? OFFSET ?`,
+  listWorkers: `SELECT * FROM workers ORDER BY worker_id LIMIT +? OFFSET ?`,
   /** ? worker_id */
   getWorker: `SELECT * FROM workers WHERE worker_id = ?`,
   /** ? after_seq; the rowid counts additions, and writers are serialized, so it only grows in commit order */

@@ -12,7 +12,7 @@ export const RETENTION_QUERIES = {
   pruneByAge: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM runs r
     CROSS JOIN workflows w ON w.id = r.workflow_id
     WHERE r.finished_at_ms < ? AND r.status <> 'running' AND r.run_number < w.latest_run
-    ORDER BY r.finished_at_ms, r.workflow_id, r.run_number LIMIT ?`,
+    ORDER BY r.finished_at_ms, r.workflow_id, r.run_number LIMIT +?`,
   /**
    * Finished runs beyond the newest N of their workflow: per workflow, one primary-key range of runs.
    * ? retain (N >= 1), ? limit
@@ -20,10 +20,10 @@ export const RETENTION_QUERIES = {
   pruneByCount: `SELECT r.workflow_id, r.run_number, r.status, r.finished_at_ms FROM workflows w
     CROSS JOIN runs r ON r.workflow_id = w.id AND r.run_number <= w.latest_run - ?
     WHERE r.status <> 'running' AND r.finished_at_ms IS NOT NULL
-    LIMIT ?`,
+    LIMIT +?`,
   /** Every run of a workflow, oldest first. ? workflow_id, ? limit */
   runsOfWorkflow: `SELECT workflow_id, run_number, status, finished_at_ms FROM runs WHERE workflow_id = ?
-    ORDER BY run_number LIMIT ?`,
+    ORDER BY run_number LIMIT +?`,
   /** ? workflow_id, ? run_number */
   countRunJobs: `SELECT count(*) AS n FROM jobs WHERE workflow_id = ? AND run_number = ?`,
   /** ? workflow_id, ? run_number */
@@ -33,7 +33,7 @@ export const RETENTION_QUERIES = {
   /** Some of a run's log chunks, through the primary key. @workflow_id @run_number @limit */
   deleteSomeRunLogChunks: `DELETE FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number
     AND (job_id, attempt, sequence) IN (
-      SELECT job_id, attempt, sequence FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number LIMIT @limit)`,
+      SELECT job_id, attempt, sequence FROM log_chunks WHERE workflow_id = @workflow_id AND run_number = @run_number LIMIT +@limit)`,
   /** Through jobs_by_run and leases_job. ? workflow_id, ? run_number */
   deleteRunLeases: `DELETE FROM leases WHERE job_row_id IN (SELECT row_id FROM jobs WHERE workflow_id = ? AND run_number = ?)`,
   /** ? workflow_id, ? run_number */

@@ -5,7 +5,7 @@
 export const RUN_END_QUERIES = {
   /** Through run_ends_pending. ? consumer, ? limit */
   pendingRunEnds: `SELECT seq, workflow_id, run_number, state, ended_at_ms FROM run_ends
-    WHERE consumer = ? ORDER BY seq LIMIT ?`,
+    WHERE consumer = ? ORDER BY seq LIMIT +?`,
   /** ? consumer, ? seqs (JSON array) */
   finishRunEnds: `DELETE FROM run_ends WHERE consumer = ? AND seq IN (SELECT value FROM json_each(?))`,
 } as const;

@@ -24,7 +24,7 @@ export const RUN_QUERIES = {
   setNextFire: `UPDATE workflows SET next_fire_at_ms = ? WHERE id = ?`,
   /** Due schedules, an ordered range read of workflows_next_fire. ? now_ms, ? limit */
   dueSchedules: `SELECT * FROM workflows WHERE next_fire_at_ms IS NOT NULL AND next_fire_at_ms <= ?
-    ORDER BY next_fire_at_ms LIMIT ?`,
+    ORDER BY next_fire_at_ms LIMIT +?`,
   /** ? run_number, ? id */
   setLatestRun: `UPDATE workflows SET latest_run = ? WHERE id = ?`,
   /**
@@ -63,7 +63,7 @@ export const RUN_QUERIES = {
   groupRuns: `SELECT workflow_id, run_number, status FROM runs WHERE concurrency_group = ? AND status IN ('running', 'queued')
     ORDER BY created_at_ms, workflow_id, run_number`,
   /** Workflows with a queued run, through runs_queued. ? limit */
-  queuedWorkflows: `SELECT DISTINCT workflow_id FROM runs WHERE status = 'queued' LIMIT ?`,
+  queuedWorkflows: `SELECT DISTINCT workflow_id FROM runs WHERE status = 'queued' LIMIT +?`,
   /** A queued run starts: ? status, ? unfinished_jobs, ? finished_at_ms, ? workflow_id, ? run_number */
   startQueuedRun: `UPDATE runs SET status = ?, plan = NULL, unfinished_jobs = ?, finished_at_ms = ?
     WHERE workflow_id = ? AND run_number = ? AND status = 'queued'`,
@@ -87,7 +87,7 @@ export const RUN_QUERIES = {
     RETURNING status, unfinished_jobs, failed_jobs, cancelled_jobs`,
   /** Running runs with nothing left unfinished, through runs_running. ? limit */
   strandedRuns: `SELECT workflow_id, run_number, status, unfinished_jobs, failed_jobs, cancelled_jobs FROM runs
-    WHERE status = 'running' AND unfinished_jobs = 0 LIMIT ?`,
+    WHERE status = 'running' AND unfinished_jobs = 0 LIMIT +?`,
   /** ? status, ? finished_at_ms, ? workflow_id, ? run_number */
   settleRun: `UPDATE runs SET status = ?, finished_at_ms = ? WHERE workflow_id = ? AND run_number = ? AND status = 'running'`,
 } as const;
