@@ -29,6 +29,8 @@ interface Phase {
   deadlineAt: number;
   quota: number;
   labels: string[][];
+  /** A warm-up claims and completes as the spec loop does, whatever the mode (no long poll to wait out). */
+  warmup?: boolean;
 }
 
 class Generator {
@@ -127,8 +129,8 @@ class Generator {
    */
   async warmup(): Promise<void> {
     const perLoop = this.cfg.warmupClaimsPerLoop ?? 0;
-    if (perLoop <= 0 || this.cfg.mode === 'dag') return;
-    await this.runLoops({ deadlineAt: now() + WARMUP_MAX_MS, quota: perLoop, labels: this.cfg.warmupLabels ?? this.cfg.labels });
+    if (perLoop <= 0) return;
+    await this.runLoops({ deadlineAt: now() + WARMUP_MAX_MS, quota: perLoop, labels: this.cfg.warmupLabels ?? this.cfg.labels, warmup: true });
     const { errors, errorSamples, completed } = this.res;
     this.res = Generator.freshResult();
     this.res.warmupCompleted = completed;
@@ -143,7 +145,8 @@ class Generator {
   private async runLoops(phase: Phase): Promise<LoadgenResult> {
     this.phase = phase;
     const loops = Array.from({ length: this.cfg.loops }, (_, i) => {
-      const body = this.cfg.mode === 'spec' ? this.specLoop(i) : this.cfg.mode === 'batch' ? this.batchLoop(i) : this.dagLoop(i);
+      const mode = phase.warmup && this.cfg.mode === 'dag' ? 'spec' : this.cfg.mode;
+      const body = mode === 'spec' ? this.specLoop(i) : mode === 'batch' ? this.batchLoop(i) : this.dagLoop(i);
       return body.catch((err: unknown) => {
         if (!this.stopped) this.error(`loop ${i}: ${errorMessage(err)}`);
       });

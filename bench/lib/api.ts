@@ -7,7 +7,7 @@ export interface ApiAnswer {
   json: unknown;
 }
 
-export async function api(origin: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiAnswer> {
+export async function api(origin: string, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ApiAnswer> {
   const r = await request(`${origin}${path}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -25,7 +25,7 @@ export async function api(origin: string, method: 'GET' | 'POST', path: string, 
   return { status: r.statusCode, text, json };
 }
 
-export async function apiOk(origin: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiAnswer> {
+export async function apiOk(origin: string, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<ApiAnswer> {
   const a = await api(origin, method, path, body);
   if (a.status < 200 || a.status > 299) throw new Error(`${method} ${path} answered ${a.status}: ${a.text.slice(0, 500)}`);
   return a;

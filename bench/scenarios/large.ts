@@ -6,7 +6,9 @@
  * runs, the workflow list page that holds it, and the whole run drained by the bench's 16
  * claim → complete loops. While the documents are read, a probe asks `/healthz` every few
  * milliseconds: how long it waits is how long the server's event loop was held, and the answers carry
- * the server's own event-loop delay.
+ * the server's own event-loop delay. The drain's load generators start, and warm up on a small
+ * workflow of their own, before the run does (as the throughput rows warm up before they measure):
+ * started cold, their own JIT compilation took most of the machine for the drain's first second.
  */
 import { Pool } from 'undici';
 import { apiOk, type JobsSpec } from '../lib/api.js';
@@ -128,51 +130,66 @@ function stateCounts(text: string): { jobs: number; states: Record<string, numbe
   return { jobs: doc.jobs.length, states, status: doc.status };
 }
 
-/** Drains the started run: `spec` loops for the flat run, long-polling `dag` loops for the layered one. */
+/**
+ * Starts the drain's load generators and warms them up, before the run under test starts: `spec`
+ * loops for the flat run, long-polling `dag` loops for the layered one (their warm-up claims as
+ * `spec` loops do). The warm-up drains a workflow of `warmupJobs` jobs of its own, which is deleted
+ * afterwards so that the list page holds only the large workflows.
+ */
+async function startDrainers(s: Settings, origin: string, shape: LargeShape, onEvents: (events: DagEvent[]) => void): Promise<{ loadgens: Loadgens; warmed: number }> {
+  const loops = s.loadgenProcesses * s.loopsPerProcess;
+  const perLoop = Math.ceil(s.warmupJobs / loops);
+  await apiOk(origin, 'POST', '/api/workflows', { id: WARMUP_WORKFLOW, jobs: flatJobs(perLoop * loops) });
+  await apiOk(origin, 'POST', `/api/workflows/${WARMUP_WORKFLOW}/run`);
+  const extra = { warmupClaimsPerLoop: perLoop };
+  const configs =
+    shape === 'flat'
+      ? loadgenConfigs(s, origin, 'spec', extra)
+      : loadgenConfigs(s, origin, 'dag', { ...extra, longPollSecs: s.dag.longPollSecs, pollPauseMs: s.dag.pollPauseMs });
+  const loadgens = await Loadgens.start(configs, shape === 'layered' ? onEvents : undefined);
+  try {
+    const over = await waitRunOver(origin, WARMUP_WORKFLOW, 60_000);
+    if (over.status !== 'success') throw new Error(`the drain's warm-up run ended ${over.status}`);
+    await apiOk(origin, 'DELETE', `/api/workflows/${WARMUP_WORKFLOW}`);
+  } catch (err) {
+    await loadgens.close();
+    throw err;
+  }
+  return { loadgens, warmed: perLoop * loops };
+}
+
+/** The drain's own workflow for its warm-up (startDrainers). */
+const WARMUP_WORKFLOW = 'large-warmup';
+
+/** Drains the started run with the loadgens startDrainers made ready. */
 async function drain(
   s: Settings,
-  origin: string,
+  loadgens: Loadgens,
   shape: LargeShape,
   total: number,
+  progress: { completes: number; firstClaimSent: number | null; lastCompleteAnswered: number | null; wake: (() => void) | null },
 ): Promise<{ results: LoadgenResult[]; finished: boolean; firstClaimSent: number | null; lastCompleteAnswered: number | null }> {
-  let completes = 0;
-  // Long-polling loops mark no first claim of their own (an idle wait is not work): the events say.
-  let firstClaimSent: number | null = null;
-  let lastCompleteAnswered: number | null = null;
-  let wake: (() => void) | null = null;
-  const onEvents = (events: DagEvent[]) => {
-    for (const e of events) {
-      if (e.kind === 'complete') {
-        completes++;
-        lastCompleteAnswered = Math.max(lastCompleteAnswered ?? 0, e.answered_at);
-      } else firstClaimSent = Math.min(firstClaimSent ?? Infinity, e.sent_at);
-    }
-    wake?.();
-  };
-  // The flat run is all queued before the loops start, so a loop stops on its first empty claim; the
-  // layered one queues a layer as the one above it completes, so its loops wait (long-poll) instead.
-  const configs =
-    shape === 'flat' ? loadgenConfigs(s, origin, 'spec', { warmupClaimsPerLoop: 0 }) : loadgenConfigs(s, origin, 'dag', { longPollSecs: s.dag.longPollSecs, pollPauseMs: s.dag.pollPauseMs });
-  const loadgens = await Loadgens.start(configs, shape === 'layered' ? onEvents : undefined);
   try {
     const deadlineAt = now() + s.repSecs * 1000;
     const resultsP = loadgens.go(s.repSecs * 1000);
     if (shape === 'flat') {
+      // The flat run is all queued before the loops go, so a loop stops on its first empty claim.
       const results = await resultsP;
       const first = Math.min(...results.map((r) => r.firstClaimAt ?? Infinity));
       const last = Math.max(...results.map((r) => r.lastCompleteAt ?? -Infinity));
       return { results, finished: true, firstClaimSent: Number.isFinite(first) ? first : null, lastCompleteAnswered: Number.isFinite(last) ? last : null };
     }
+    // The layered run queues a layer as the one above it completes, so its loops wait (long-poll).
     resultsP.catch(() => {});
-    while (completes < total && now() < deadlineAt) {
+    while (progress.completes < total && now() < deadlineAt) {
       await new Promise<void>((resolve) => {
-        wake = resolve;
+        progress.wake = resolve;
         setTimeout(resolve, 200);
       });
     }
-    wake = null;
+    progress.wake = null;
     loadgens.stop();
-    return { results: await resultsP, finished: completes >= total, firstClaimSent, lastCompleteAnswered };
+    return { results: await resultsP, finished: progress.completes >= total, firstClaimSent: progress.firstClaimSent, lastCompleteAnswered: progress.lastCompleteAnswered };
   } finally {
     await loadgens.close();
   }
@@ -207,6 +224,7 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
   const all = Object.values(rows);
   let fresh: FreshServer | null = null;
   let control: FreshServer | null = null;
+  let loadgens: Loadgens | null = null;
   try {
     fresh = await freshWeft(store);
     // An idle server on a store of its own, probed beside the one under test (readsUnderProbe).
@@ -223,6 +241,20 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
     const c = summarize(createMs);
     rows.create.latency = { what: `POST /api/workflows of ${total.toLocaleString('en')} jobs, ${createMs.length} workflows`, p50_ms: c.p50_ms, p99_ms: c.max_ms };
     rows.create.raw = [{ create_ms: createMs.map((x) => round(x)) }];
+
+    // Long-polling loops mark no first claim of their own (an idle wait is not work): the events say.
+    const progress = { completes: 0, firstClaimSent: null as number | null, lastCompleteAnswered: null as number | null, wake: null as (() => void) | null };
+    const onEvents = (events: DagEvent[]) => {
+      for (const e of events) {
+        if (e.kind === 'complete') {
+          progress.completes++;
+          progress.lastCompleteAnswered = Math.max(progress.lastCompleteAnswered ?? 0, e.answered_at);
+        } else progress.firstClaimSent = Math.min(progress.firstClaimSent ?? Infinity, e.sent_at);
+      }
+      progress.wake?.();
+    };
+    const drainers = await startDrainers(s, origin, shape, onEvents);
+    loadgens = drainers.loadgens;
 
     const id = ids[0]!;
     const t0 = now();
@@ -252,8 +284,10 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
     rows.list.note = `${(li.reads[0]!.bytes / 1e6).toFixed(1)} MB; ${loopNote(li.loop)}`;
     rows.list.raw = [{ reads: liSum, loop: li.loop, read_ms: li.reads.map((r) => round(r.ms)) }];
 
-    const d = await drain(s, origin, shape, total);
-    const rep = combine(d.results, total);
+    const d = await drain(s, drainers.loadgens, shape, total, progress);
+    loadgens = null;
+    // combine counts the warm-up's jobs off what it expects; they were never part of `total`.
+    const rep = combine(d.results, total + drainers.warmed);
     if (d.firstClaimSent !== null && d.lastCompleteAnswered !== null && d.lastCompleteAnswered > d.firstClaimSent) {
       rep.span_ms = round(d.lastCompleteAnswered - d.firstClaimSent);
       rep.jobs_per_sec = round((rep.completed * 1000) / (d.lastCompleteAnswered - d.firstClaimSent), 1);
@@ -282,6 +316,7 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
       }
     }
   } finally {
+    await loadgens?.close();
     await control?.close();
     await fresh?.close();
   }
