@@ -190,6 +190,10 @@ test('links in a log (OSC 8) open in a new tab that has no handle on the dashboa
   const colour = await page.locator('[role=log] span', { hasText: 'truecolor' }).last().evaluate((el: any) => getComputedStyle(el).color);
   assert.equal(colour, 'rgb(200, 10, 20)');
 
+  // The latest attempt's log is shown through its live stream, which replays the lines and then says
+  // the job ended; until then a replay may draw the rows again, and a click landing on a row as it is
+  // redrawn is lost (its press and release meet different elements). Click once the log is final.
+  await page.locator('.log-note', { hasText: 'ended: success' }).waitFor(WAIT);
   const dashboard = page.url();
   const before = other.requests.length;
   const [tab] = await Promise.all([page.context().waitForEvent('page'), page.locator('[role=log] a', { hasText: 'landing page' }).click()]);
