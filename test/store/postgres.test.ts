@@ -2,12 +2,12 @@ import { after, test } from 'node:test';
 import { randomBytes } from 'node:crypto';
 import assert from 'node:assert/strict';
 import postgres from 'postgres';
-import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
+import { PostgresStore, connectionParameters } from '../../src/store/postgres/postgres-store.js';
 import { QUERIES } from '../../src/store/postgres/queries.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openStore } from '../../src/store/index.js';
 import { storeConformance } from './conformance.js';
-import { claimOne, complete, runStatus, start, wfRecord } from './fixtures.js';
+import { claim, claimOne, complete, runStatus, start, wfRecord } from './fixtures.js';
 import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 import { ADMIN_URL, createDatabase, ensureReachable } from '../helpers/postgres.js';
 
@@ -138,6 +138,36 @@ test('postgres: the claim and reaper statements are ordered reads of their parti
     });
   } finally {
     await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
+test('postgres: a statement planned on a fresh database still reads its table by index once the table is large', async () => {
+  // A connection keeps the plan of a prepared statement until the table is analyzed again; planned on
+  // the few rows of a new database, the run check behind each complete read all of `leases` at every
+  // run (postgres-store.ts connectionParameters).
+  const db = await createDatabase();
+  const store = await PostgresStore.open(db.url, POOL);
+  const session = postgres(db.url, { max: 1, onnotice: () => {}, connection: connectionParameters(30_000) as never });
+  try {
+    // No ANALYZE behind the test's back: the statistics are the ones taken below, of a few leases.
+    await session.unsafe('ALTER TABLE leases SET (autovacuum_enabled = false)');
+    const now = 1_000_000;
+    await start(store, 'big', now, Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`j${i}`, {}])));
+    await claim(store, now, { max: 100 });
+    await session.unsafe('ANALYZE leases');
+    await session.unsafe(`PREPARE runs_open (text[]) AS ${QUERIES.runsOpenOfLeases}`);
+    // Past five runs PostgreSQL keeps one plan for every binding (plan_cache_mode auto).
+    for (let i = 0; i < 8; i++) await session.unsafe(`EXECUTE runs_open('{none}')`);
+    for (let got = -1; got !== 0; ) got = (await claim(store, now, { max: 500 })).length;
+    const plan = ((await session.unsafe(`EXPLAIN EXECUTE runs_open('{none}')`)) as unknown as Array<{ 'QUERY PLAN': string }>)
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    assert.match(plan, /(Index (Only )?Scan using|Bitmap Index Scan on) leases_pkey/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on leases/, plan);
+  } finally {
+    await session.end({ timeout: 5 });
+    await store.close();
     await db.drop();
   }
 });

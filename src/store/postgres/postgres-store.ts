@@ -79,6 +79,24 @@ function reconnectDelaySecs(failures: number): number {
   return Math.min(0.05 * 2 ** failures, 0.5) * (0.5 + Math.random() / 2);
 }
 
+/**
+ * Settings every connection starts with (startup parameters, so they hold on every connection,
+ * reconnects included; strings, since the driver leaves falsy values out and 0 must still override a
+ * database default).
+ *
+ * `enable_seqscan = off`: each connection keeps its statements prepared, and PostgreSQL keeps the
+ * plan it chose for one from the statistics of that moment until the table is analyzed again. On a
+ * new or fast-growing database that moment sees tables of a few rows, where reading all of them is
+ * cheapest, and the plan then reads the whole table at every run as it grows: the run check behind
+ * each complete (runsOpenOfLeases) scanned all of `leases`, a third of PostgreSQL's CPU per job on
+ * the spec path until autovacuum's next ANALYZE (docs/performance.md "Fourth round"). Every statement
+ * of queries.ts is written for an index, and the index-plan tests check them with this setting
+ * (test/helpers/plans.ts); a statement with no index to use still reads the table.
+ */
+export function connectionParameters(statementTimeoutMs: number): Record<string, string> {
+  return { application_name: 'weft', statement_timeout: String(statementTimeoutMs), enable_seqscan: 'off' };
+}
+
 /** A one-dimensional PostgreSQL array literal, every element quoted (numbers included). */
 function arrayLiteral(xs: readonly unknown[]): string {
   return `{${xs.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
@@ -119,9 +137,7 @@ export class PostgresStore implements Store {
     const options: PoolOptions = {
       connect_timeout: connectTimeoutMs / 1000,
       backoff: reconnectDelaySecs,
-      // Startup parameters, so they hold on every connection, reconnects included. A string, since
-      // the driver leaves falsy values out and 0 must still override a database default.
-      connection: { application_name: 'weft', statement_timeout: String(statementTimeoutMs) as unknown as number },
+      connection: connectionParameters(statementTimeoutMs) as unknown as PoolOptions['connection'],
       onnotice: () => {},
       fetch_types: false,
       types: {
