@@ -161,13 +161,22 @@ async function startDrainers(s: Settings, origin: string, shape: LargeShape, onE
 /** The drain's own workflow for its warm-up (startDrainers). */
 const WARMUP_WORKFLOW = 'large-warmup';
 
+/** What the layered drain's events told so far (its loops' own results mark no first claim). */
+interface DrainProgress {
+  completes: number;
+  firstClaimSent: number | null;
+  lastCompleteAnswered: number | null;
+  /** Wakes the drain's wait for the next events. */
+  wake: (() => void) | null;
+}
+
 /** Drains the started run with the loadgens startDrainers made ready. */
 async function drain(
   s: Settings,
   loadgens: Loadgens,
   shape: LargeShape,
   total: number,
-  progress: { completes: number; firstClaimSent: number | null; lastCompleteAnswered: number | null; wake: (() => void) | null },
+  progress: DrainProgress,
 ): Promise<{ results: LoadgenResult[]; finished: boolean; firstClaimSent: number | null; lastCompleteAnswered: number | null }> {
   try {
     const deadlineAt = now() + s.repSecs * 1000;
@@ -243,7 +252,7 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
     rows.create.raw = [{ create_ms: createMs.map((x) => round(x)) }];
 
     // Long-polling loops mark no first claim of their own (an idle wait is not work): the events say.
-    const progress = { completes: 0, firstClaimSent: null as number | null, lastCompleteAnswered: null as number | null, wake: null as (() => void) | null };
+    const progress: DrainProgress = { completes: 0, firstClaimSent: null, lastCompleteAnswered: null, wake: null };
     const onEvents = (events: DagEvent[]) => {
       for (const e of events) {
         if (e.kind === 'complete') {

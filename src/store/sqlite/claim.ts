@@ -1,6 +1,6 @@
 import { leaseExpiresAt } from '../../domain/lease.js';
 import type { Claimed, JobChange, StoreClaim } from '../store.js';
-import { newLease, toJob, type Row } from '../rows.js';
+import { newLease, toJob } from '../rows.js';
 import { change } from '../changes.js';
 import type { Conn } from './connection.js';
 import { jobByRowId, runsUnder, settleLease } from './settle.js';
@@ -51,7 +51,7 @@ export function claim(c: Conn, req: StoreClaim): Claimed[] {
     // The lease is written into the job's row by this one update (migrations.ts version 24).
     const row = c.row('startJob', {
       row_id: cand.row_id, now_ms: now, worker_id: req.worker_id, lease_id: leaseId, ttl_secs: req.ttl_secs, expires_at_ms: expires, token_name: tokenName,
-    }) as Row | undefined;
+    });
     if (!row) continue;
     const job = toJob(row);
     claimed.push({ job, lease: newLease(job, leaseId, req.worker_id, req.ttl_secs, now, expires, tokenName) });

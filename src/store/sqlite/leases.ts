@@ -40,7 +40,7 @@ export function complete(c: Conn, leaseId: string, outputs: Outputs, nowMs: numb
   // The common case, a live lease, takes one guarded update of the job, whose row holds the lease and
   // settles it too (migrations.ts version 24); anything else (unknown, settled, cancelled, expired,
   // past its deadline, another token's) goes through the full check.
-  let row = c.row('succeedLiveJob', { lease_id: leaseId, holder, now_ms: nowMs, outputs: encoded }) as Row | undefined;
+  let row = c.row('succeedLiveJob', { lease_id: leaseId, holder, now_ms: nowMs, outputs: encoded });
   if (row) {
     c.q('touchWorker').run(row.worker_id, nowMs, nowMs);
   } else {
