@@ -119,16 +119,20 @@ describe('long-poll claim', () => {
     const s = await serve(t);
     await s.c.createWorkflow({ id: 'dc', jobs: { j: { run: 'true', labels: ['dc'] } } });
     const abort = new AbortController();
+    const sentAt = Date.now();
     const pending = fetch(`${s.url}/api/jobs/claim`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ worker_id: 'leaver', labels: ['dc'], wait_secs: 30 }),
+      body: JSON.stringify({ worker_id: 'leaver', labels: ['dc'], wait_secs: 60 }),
       signal: abort.signal,
     }).catch(() => 'aborted');
     await parked(s, 1);
     abort.abort();
     assert.equal(await pending, 'aborted');
     await until(() => s.engine.waitingClaims === 0, 'the waiter to be dropped', 5000, 5);
+    // Dropped because its client left, not because its wait ran out (the longest a claim may wait,
+    // which a deadline raised to MIN_DEADLINE_MS would otherwise sit out and pass).
+    assert.ok(Date.now() - sentAt < 60_000, 'the waiter stayed until its wait ran out');
     await s.c.run('dc');
     const c = await s.c.claim('stayer', ['dc']);
     assert.equal(c?.job.job_id, 'j', 'the job went to a worker that is still there');
