@@ -188,7 +188,9 @@ export async function startWeft(databaseUrl: string, workflowsDir: string, extra
 export async function startWorker(origin: string, env: Record<string, string>): Promise<ServerHandle> {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const k of ['SERVER_URL', 'WEFT_TOKEN', 'LABELS', 'CONCURRENCY', 'WORK_DIR', 'LONG_POLL_SECS', 'LOG_LEVEL']) delete base[k];
-  const child = spawn(process.execPath, [weftBin, 'worker'], { cwd: REPO_DIR, env: { ...base, SERVER_URL: origin, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // BENCH_WORKER_NODE_ARGS (say `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the workers, as BENCH_SERVER_NODE_ARGS the server.
+  const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.trim().split(/\s+/).filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, weftBin, 'worker'], { cwd: REPO_DIR, env: { ...base, SERVER_URL: origin, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const stop = trackChild(child, 'weft worker');
   const lines: string[] = [];
   const tail = () => lines.join('\n');

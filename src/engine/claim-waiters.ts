@@ -13,6 +13,16 @@ export interface NormalizedClaim {
   seen_at_ms?: number;
 }
 
+/** What a held claim's first try found (ClaimWaiters.hold). */
+export interface HeldClaimTry {
+  /** ClaimWaiters.wakeCount when the try began. */
+  wakeCount: number;
+  /** It took as many jobs as it asked for (more may be left). */
+  filled: boolean;
+  /** Its labels, normalized. */
+  labels: string[];
+}
+
 interface Waiter {
   ask: NormalizedClaim;
   signal?: AbortSignal;
@@ -32,6 +42,12 @@ interface Waiter {
  * process, a periodic look. Waiters with the same labels form one FIFO queue, and a wake-up tries only
  * the head of each queue until a claim comes back empty, so a thousand idle waiters cost one claim
  * per distinct label set per wake-up, not one each.
+ *
+ * A worker's waiters can be held ({@link hold}) while a claim of its own that a report carries is
+ * made: the job a complete enqueues then goes to the slot the report freed, in the report's answer,
+ * rather than to the worker's waiting claim, which would cost the worker a second request and the
+ * server a claim that finds nothing (docs/performance.md "Fifth round"). Held waiters are passed over,
+ * not removed: the next waiter of their queue is served meanwhile.
  */
 export class ClaimWaiters {
   private readonly queues = new Map<string, Waiter[]>();
@@ -39,6 +55,12 @@ export class ClaimWaiters {
   private again = false;
   private readonly delayTimers = new Map<number, NodeJS.Timeout>();
   private sweep: NodeJS.Timeout | null = null;
+  /** Counts wake-ups: what a claim's try may have missed is told by the count when it began. */
+  private wakes = 0;
+  /** Workers whose waiters are held, with how many holds each. */
+  private readonly held = new Map<string, number>();
+  /** Held workers whose waiters a wake-up passed over: the last such wake-up, and the waiters' labels. */
+  private readonly passedOver = new Map<string, { wake: number; labels: Set<string> }>();
 
   constructor(
     /** One claim attempt; [] when nothing fits. */
@@ -73,6 +95,7 @@ export class ClaimWaiters {
 
   /** Something may have become claimable: give every queue's head a try (coalesced). */
   wake(): void {
+    this.wakes++;
     if (this.size === 0) return;
     if (this.cycle) {
       this.again = true;
@@ -88,6 +111,36 @@ export class ClaimWaiters {
         this.cycle = null;
       }
     })();
+  }
+
+  /** How many wake-ups there have been so far (a claim's try notes it as it begins; see hold). */
+  get wakeCount(): number {
+    return this.wakes;
+  }
+
+  /**
+   * Holds `workerId`'s waiters until the returned function is called (once is enough; later calls do
+   * nothing). A wake-up meanwhile passes them over; when the last hold ends they are tried, if a
+   * wake-up passed them over, unless `tried` shows that doing so would find nothing: the held claim
+   * took fewer jobs than it asked for (none fitting its labels was left), the waiters passed over have
+   * those same labels, and no wake-up passed them over after that claim's try began, so every change
+   * they were woken for was committed before it and seen by it.
+   */
+  hold(workerId: string): (tried?: HeldClaimTry) => void {
+    this.held.set(workerId, (this.held.get(workerId) ?? 0) + 1);
+    let ended = false;
+    return (tried) => {
+      if (ended) return;
+      ended = true;
+      const left = this.held.get(workerId)! - 1;
+      if (left > 0) return void this.held.set(workerId, left);
+      this.held.delete(workerId);
+      const passed = this.passedOver.get(workerId);
+      if (!passed) return;
+      this.passedOver.delete(workerId);
+      const found = tried !== undefined && !tried.filled && passed.wake <= tried.wakeCount && passed.labels.size === 1 && passed.labels.has(JSON.stringify(tried.labels));
+      if (!found) this.wake();
+    };
   }
 
   /** A job becomes claimable at `atMs` (a retry's backoff ends): wake then. */
@@ -112,8 +165,9 @@ export class ClaimWaiters {
 
   private async serveAll(): Promise<void> {
     for (const [key, q] of [...this.queues]) {
-      while (q.length > 0) {
-        const head = q[0]!;
+      for (;;) {
+        const head = this.firstServed(q);
+        if (!head) break;
         if (head.signal?.aborted) {
           this.drop(key, head, []);
           continue;
@@ -141,6 +195,22 @@ export class ClaimWaiters {
         this.drop(key, head, claims);
       }
     }
+  }
+
+  /** The queue's first waiter whose worker is not held (those before it are noted as passed over). */
+  private firstServed(q: readonly Waiter[]): Waiter | undefined {
+    if (this.held.size === 0) return q[0];
+    for (const w of q) {
+      if (!this.held.has(w.ask.worker_id)) return w;
+      const passed = this.passedOver.get(w.ask.worker_id);
+      if (passed) {
+        passed.wake = this.wakes;
+        passed.labels.add(JSON.stringify(w.ask.labels));
+      } else {
+        this.passedOver.set(w.ask.worker_id, { wake: this.wakes, labels: new Set([JSON.stringify(w.ask.labels)]) });
+      }
+    }
+    return undefined;
   }
 
   /**

@@ -6,7 +6,7 @@ import type { ClaimResult } from '../protocol/wire.js';
 import type { Claimed, JobChange, Store } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import type { ClaimAnswers } from './claim-answers.js';
-import { ClaimWaiters, type NormalizedClaim } from './claim-waiters.js';
+import { ClaimWaiters, type HeldClaimTry, type NormalizedClaim } from './claim-waiters.js';
 import type { ClaimWait, WorkerClaim } from './engine-options.js';
 import type { LabelSetCache } from './label-cache.js';
 import type { OutageWarnings } from './outage.js';
@@ -55,7 +55,13 @@ export class Claims {
   async claimMany(req: WorkerClaim, max: number, wait: ClaimWait = {}): Promise<ClaimResult[]> {
     const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
     const received = this.ctx.now();
-    const now = await this.claimOnce(ask);
+    const wakeCount = this.waiters.wakeCount;
+    let now: ClaimResult[] = [];
+    try {
+      now = await this.claimOnce(ask);
+    } finally {
+      wait.tried?.({ wakeCount, filled: now.length >= max, labels: ask.labels });
+    }
     if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
     this.ctx.waiting?.();
     return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
@@ -70,6 +76,15 @@ export class Claims {
     const changes = await this.ctx.store.releaseLeases(claims.map((c) => c.lease.lease_id));
     this.ctx.log.info({ leases: claims.map((c) => c.lease.lease_id) }, 'claim answer undeliverable; jobs put back');
     this.ctx.announce(changes);
+  }
+
+  /**
+   * Holds the waiting claims of `workerId` until the returned function is called (ClaimWaiters.hold):
+   * a report-batch's claim (docs/api.md "Batches") takes the job its complete enqueued for the slot
+   * the report freed, instead of the worker's waiting claim taking it first.
+   */
+  holdWaiters(workerId: string): (tried?: HeldClaimTry) => void {
+    return this.waiters.hold(workerId);
   }
 
   /** Something may have become claimable: waiting claims look again. */

@@ -4,6 +4,7 @@ import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
 import type { NotifySettings } from './notifications.js';
 import type { SpanSink } from '../domain/trace-context.js';
+import type { HeldClaimTry } from './claim-waiters.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -63,6 +64,8 @@ export interface ClaimWait {
   waitMs?: number;
   /** Aborts the wait (the client went away). */
   signal?: AbortSignal;
+  /** Called once the claim's first try is over, before it waits or answers (see Claims.holdWaiters). */
+  tried?: (found: HeldClaimTry) => void;
 }
 
 export interface EngineOptions {

@@ -6,6 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, request, until } from '../helpers/http.js';
 import { startInProcess } from '../helpers/server.js';
+import { reportClaimsBeforeOwnWaiter } from '../helpers/report-claims.js';
 
 async function serve(t: TestContext) {
   const s = await startInProcess();
@@ -111,6 +112,11 @@ describe('POST /api/jobs/report-batch', () => {
     assert.equal(r.body.results[0].status, 200);
     assert.deepEqual(r.body.claims.map((c: any) => c.job.job_id), ['b']);
     assert.deepEqual(r.body.claims[0].job.upstream_outputs, { a: { x: '1' } });
+  });
+
+  test("with claim, the job a completion enqueues goes to the report's claim, not to the same worker's waiting claim", async (t) => {
+    const s = await serve(t);
+    await reportClaimsBeforeOwnWaiter(s.url);
   });
 
   test('malformed reports are 400 and nothing is applied', async (t) => {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { client } from '../helpers/http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { sandbox, serverProcess, spawnWeft, track } from '../helpers/server.js';
+import { reportClaimsBeforeOwnWaiter } from '../helpers/report-claims.js';
 
 test('server and worker on PostgreSQL: a run succeeds and survives kill -9 of the server', async (t) => {
   const db = await createDatabase();
@@ -71,4 +72,12 @@ test('PostgreSQL: the claim a report-batch carries gets the job its complete enq
     assert.equal(r.body.claims[0]?.job.job_id, `s${i}`, `step ${i}: ${r.text}`);
     held = r.body.claims[0];
   }
+});
+
+test("PostgreSQL: the job a report's complete enqueues goes to the claim that report carries, not to the same worker's waiting claim", async (t) => {
+  const db = await createDatabase();
+  t.after(() => db.drop());
+  const sb = sandbox(t, 'weft-pg-held-');
+  const server = await serverProcess(t, sb, { ...sb.env, DATABASE_URL: db.url });
+  await reportClaimsBeforeOwnWaiter(server.url);
 });

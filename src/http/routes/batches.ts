@@ -1,6 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Engine } from '../../engine/engine.js';
+import type { ClaimWait } from '../../engine/engine-options.js';
 import { WeftError, type ErrorBody } from '../../protocol/errors.js';
 import {
   BatchClaimRequest,
@@ -88,42 +89,19 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       // Before any report is applied: a refused request does nothing.
       if (req.body.claim) requireWorkerScope(req, req.body.claim.worker_id, req.body.claim.labels ?? []);
       const holder = leaseHolder(req);
-      // Where one commit can hold them all (SQLite), the reports and the claim after them reach the
-      // store together: the reports are handed over first (synchronously, in order), so the claim
-      // sees the jobs they enqueue. Elsewhere (PostgreSQL) the claim waits for the reports: sent at
-      // once, it ran beside them, missed the job a complete enqueued, and the worker got that job a
-      // wake-up and a claim later. Each report still settles on its own.
-      const reports = Promise.all(
-        req.body.reports.map(async (r): Promise<ReportResult> => {
-          try {
-            const value =
-              r.outcome === 'complete'
-                ? await engine.leases.complete(r.lease_id, r.outputs ?? {}, holder)
-                : await engine.leases.fail(r.lease_id, r.error!, r.retryable ?? false, holder);
-            return { lease_id: r.lease_id, status: 200, result: { ok: true, ...value } };
-          } catch (err) {
-            return { lease_id: r.lease_id, ...refusal(err) };
-          }
-        }),
-      );
       const claim = req.body.claim;
-      const claiming = !claim
-        ? Promise.resolve([])
-        : engine.claimsWithReports
-          ? claimFor(engine, claim, req, reply)
-          : reports.then(() => claimFor(engine, claim, req, reply));
-      const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
-      if (settledReports.status === 'rejected') {
-        // No answer will carry the claims: put their jobs back rather than leave them leased.
-        if (settledClaims.status === 'fulfilled') await engine.release(settledClaims.value);
-        throw settledReports.reason;
+      // The worker's own waiting claims (its other free slots) stand aside until this claim has had
+      // its try: otherwise the wake-up of a complete hands them the job it enqueued first, and the
+      // worker needs another request for the slot this report freed (Claims.holdWaiters).
+      const unhold = claim ? engine.holdWaitingClaims(claim.worker_id) : null;
+      try {
+        return await reportAndClaim(engine, req.body, req, reply, holder, unhold);
+      } finally {
+        unhold?.();
       }
-      if (settledClaims.status === 'rejected') throw settledClaims.reason;
-      const results = settledReports.value;
-      const claims = settledClaims.value;
-      return { results, claims };
     },
   );
+
 
   api.post(
     '/api/jobs/heartbeat-batch',
@@ -160,12 +138,52 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
   );
 }
 
-async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyRequest, reply: FastifyReply) {
+/**
+ * A report-batch's reports and its claim. Where one commit can hold them all (SQLite), the reports
+ * and the claim after them reach the store together: the reports are handed over first
+ * (synchronously, in order), so the claim sees the jobs they enqueue. Elsewhere (PostgreSQL) the
+ * claim waits for the reports: sent at once, it ran beside them, missed the job a complete enqueued,
+ * and the worker got that job a wake-up and a claim later. Each report still settles on its own.
+ */
+async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: FastifyRequest, reply: FastifyReply, holder: string | null, unhold: ClaimWait['tried'] | null) {
+  const reports = Promise.all(
+    body.reports.map(async (r): Promise<ReportResult> => {
+      try {
+        const value =
+          r.outcome === 'complete'
+            ? await engine.leases.complete(r.lease_id, r.outputs ?? {}, holder)
+            : await engine.leases.fail(r.lease_id, r.error!, r.retryable ?? false, holder);
+        return { lease_id: r.lease_id, status: 200, result: { ok: true, ...value } };
+      } catch (err) {
+        return { lease_id: r.lease_id, ...refusal(err) };
+      }
+    }),
+  );
+  const claim = body.claim;
+  const tried = unhold ?? undefined;
+  const claiming = !claim
+    ? Promise.resolve([])
+    : engine.claimsWithReports
+      ? claimFor(engine, claim, req, reply, tried)
+      : reports.then(() => claimFor(engine, claim, req, reply, tried));
+  const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
+  if (settledReports.status === 'rejected') {
+    // No answer will carry the claims: put their jobs back rather than leave them leased.
+    if (settledClaims.status === 'fulfilled') await engine.release(settledClaims.value);
+    throw settledReports.reason;
+  }
+  if (settledClaims.status === 'rejected') throw settledClaims.reason;
+  const results = settledReports.value;
+  const claims = settledClaims.value;
+  return { results, claims };
+}
+
+async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyRequest, reply: FastifyReply, tried?: ClaimWait['tried']) {
   const gone = clientGone(reply);
   const claims = await engine.claimMany(
     { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs, token_name: leaseHolder(req) },
     c.max_jobs ?? 1,
-    { waitMs: (c.wait_secs ?? 0) * 1000, signal: c.wait_secs ? gone.signal : undefined },
+    { waitMs: (c.wait_secs ?? 0) * 1000, signal: c.wait_secs ? gone.signal : undefined, tried },
   );
   gone.done();
   // Granted while the client was leaving: nobody will run them, so they go straight back.
