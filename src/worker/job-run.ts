@@ -15,6 +15,12 @@ import type { KeptLease, LogSenderRun, ReportedRun, RunSettings } from './seams.
 import { backoffMs, now } from './timing.js';
 import { JobAbortedError, type AbortReason, type JobContext } from './worker-api.js';
 
+/**
+ * What ends a finished job's waits and requests: one shared reason, since an abort without one builds
+ * a DOMException, stack and all, at every job (docs/performance.md "Fifth round").
+ */
+const JOB_FINISHED = new Error('the job finished');
+
 export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   readonly job: ClaimedJob;
   readonly lease: LeaseView;
@@ -148,7 +154,7 @@ export class JobRun implements LogSenderRun, ReportedRun, KeptLease {
   finish(): void {
     clearTimeout(this.expiryTimer);
     clearTimeout(this.timeoutTimer);
-    this.finished.abort();
+    this.finished.abort(JOB_FINISHED);
     this.sender.close();
   }
 

@@ -97,7 +97,20 @@ function start(req: SpawnRequest): void {
     s.on('data', (d: Buffer) => send({ t: 'data', id, fd, bytes: d }, d.length));
     if (paused) s.pause();
   });
-  const streamsClosed = Promise.all(streams.map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())))));
+  let open = 2;
+  const streamsClosed = Promise.all(
+    streams.map(
+      (s) =>
+        new Promise<void>((r) => {
+          const closed = () => {
+            open--;
+            r();
+          };
+          if (s.destroyed) closed();
+          else s.once('close', closed);
+        }),
+    ),
+  );
   let done = false;
   const finish = () => {
     if (done) return;
@@ -111,8 +124,18 @@ function start(req: SpawnRequest): void {
     if (pid === null) finish();
   });
   child.once('exit', (code, signal) => {
-    send({ t: 'exit', id, code, signal });
     if (pid !== null) groupMayBeGone(pid);
+    // The pipes of a command that left nothing running close as it exits, seen in this turn of the
+    // loop or the next: then one message says both, and the worker is woken once, not twice.
+    setImmediate(() => afterExit(code, signal));
+  });
+  const afterExit = (code: number | null, signal: NodeJS.Signals | null) => {
+    if (open === 0) {
+      done = true;
+      children.delete(id);
+      return send({ t: 'exit', id, code, signal, closed: true });
+    }
+    send({ t: 'exit', id, code, signal });
     let waitTimer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((r) => {
       waitTimer = setTimeout(r, PIPE_WAIT_AFTER_EXIT_MS);
@@ -122,7 +145,7 @@ function start(req: SpawnRequest): void {
       for (const s of streams) s.destroy();
       finish();
     });
-  });
+  };
 }
 
 /** Forgets `pgid` once nothing of it is alive (the worker terminates what the command left). */

@@ -29,8 +29,11 @@ export type LauncherMessage =
   | { t: 'data'; id: number; fd: 1 | 2; bytes: Uint8Array }
   /** The command could not be started (ENOENT, EACCES, a missing cwd, …). */
   | { t: 'error'; id: number; message: string }
-  /** The command exited; its pipes may still be held open by what it left in its group. */
-  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
+  /**
+   * The command exited; its pipes may still be held open by what it left in its group. `closed`:
+   * they had closed already, and nothing more comes for this request (no `closed` message follows).
+   */
+  | { t: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null; closed?: true }
   /** Its pipes closed (or were given up on 2 s after the exit): nothing more comes for this request. */
   | { t: 'closed'; id: number };
 

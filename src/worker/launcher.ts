@@ -79,6 +79,10 @@ function startLauncher(): NonNullable<typeof current> {
   const state = { child, pending, ready: false, died: (why: string) => died(why) };
   child.unref();
   child.channel?.unref();
+  const closed = (p: LaunchedProcess) => {
+    settle(state, p.id);
+    p.emit('closed');
+  };
   child.on('message', (msg: LauncherMessage) => {
     if (msg.t === 'ready') {
       state.ready = true;
@@ -99,10 +103,11 @@ function startLauncher(): NonNullable<typeof current> {
         return;
       case 'exit':
         p.emit('exit', msg.code, msg.signal);
+        // Its pipes had closed already: the same as a `closed` message after it.
+        if (msg.closed) closed(p);
         return;
       case 'closed':
-        settle(state, msg.id);
-        p.emit('closed');
+        closed(p);
         return;
     }
   });

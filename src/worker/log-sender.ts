@@ -16,6 +16,9 @@ const MAX_BATCH_CHARS = 128 * 1024;
 const MAX_BUFFERED_LOG_CHARS = 8 * 1024 * 1024;
 const MAX_BUFFERED_CHUNKS = 10_000;
 
+/** Aborts a closed sender's request in flight: one shared reason (see JOB_FINISHED in ./job-run.ts). */
+const SENDER_CLOSED = new Error('the log sender closed');
+
 /**
  * Buffers a job attempt's log text and pushes it in order from a single sending loop, one request at
  * a time. Consecutive text of one stream is merged into the open chunk until it is sent (or full);
@@ -217,7 +220,7 @@ export class LogSender {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.closer.abort();
+    this.closer.abort(SENDER_CLOSED);
     this.queue = [];
     this.head = 0;
     this.open = null;

@@ -60,7 +60,10 @@ Environment:
         await flushLogs();
         process.exit(1);
       }
-      const shell = createShellHandler({ killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) });
+      // The environment jobs are laid over, copied once: this process's own does not change after
+      // start, and reading `process.env` whole at every job costs a native call per variable.
+      const baseEnv = { ...process.env };
+      const shell = createShellHandler({ baseEnv, killGraceMs: config.killGraceSecs * 1000, ...(config.jobUser ? { user: config.jobUser } : {}) });
       // Spans still buffered go out before the process ends, whichever way it stops.
       const finish = async () => {
         await telemetry?.shutdown();
