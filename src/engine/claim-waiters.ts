@@ -121,12 +121,12 @@ export class ClaimWaiters {
   /**
    * Holds `workerId`'s waiters until the returned function is called (once is enough; later calls do
    * nothing). A wake-up meanwhile passes them over; when the last hold ends they are tried, if a
-   * wake-up passed them over, unless `tried` shows that doing so would find nothing: the held claim
-   * took fewer jobs than it asked for (none fitting its labels was left), the waiters passed over have
-   * those same labels, and no wake-up passed them over after that claim's try began, so every change
-   * they were woken for was committed before it and seen by it.
+   * wake-up passed them over, unless `tried` (null: the claim failed) shows that doing so would find
+   * nothing: the held claim took fewer jobs than it asked for (none fitting its labels was left), the
+   * waiters passed over have those same labels, and no wake-up passed them over after that claim's
+   * try began, so every change they were woken for was committed before it and seen by it.
    */
-  hold(workerId: string): (tried?: HeldClaimTry) => void {
+  hold(workerId: string): (tried?: HeldClaimTry | null) => void {
     this.held.set(workerId, (this.held.get(workerId) ?? 0) + 1);
     let ended = false;
     return (tried) => {
@@ -138,7 +138,7 @@ export class ClaimWaiters {
       const passed = this.passedOver.get(workerId);
       if (!passed) return;
       this.passedOver.delete(workerId);
-      const found = tried !== undefined && !tried.filled && passed.wake <= tried.wakeCount && passed.labels.size === 1 && passed.labels.has(JSON.stringify(tried.labels));
+      const found = tried != null && !tried.filled && passed.wake <= tried.wakeCount && passed.labels.size === 1 && passed.labels.has(JSON.stringify(tried.labels));
       if (!found) this.wake();
     };
   }

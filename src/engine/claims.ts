@@ -56,12 +56,15 @@ export class Claims {
     const ask = { worker_id: req.worker_id, labels: normalizeLabels(req.labels), lease_ttl_secs: req.lease_ttl_secs, max, token_name: req.token_name ?? null };
     const received = this.ctx.now();
     const wakeCount = this.waiters.wakeCount;
-    let now: ClaimResult[] = [];
+    let now: ClaimResult[];
     try {
       now = await this.claimOnce(ask);
-    } finally {
-      wait.tried?.({ wakeCount, filled: now.length >= max, labels: ask.labels });
+    } catch (err) {
+      // It says nothing of what is left to claim.
+      wait.tried?.(null);
+      throw err;
     }
+    wait.tried?.({ wakeCount, filled: now.length >= max, labels: ask.labels });
     if (now.length > 0 || !wait.waitMs || wait.signal?.aborted) return withWait(now, received);
     this.ctx.waiting?.();
     return withWait(await this.waiters.wait(ask, wait.waitMs, wait.signal), received);
@@ -83,7 +86,7 @@ export class Claims {
    * a report-batch's claim (docs/api.md "Batches") takes the job its complete enqueued for the slot
    * the report freed, instead of the worker's waiting claim taking it first.
    */
-  holdWaiters(workerId: string): (tried?: HeldClaimTry) => void {
+  holdWaiters(workerId: string): (tried?: HeldClaimTry | null) => void {
     return this.waiters.hold(workerId);
   }
 

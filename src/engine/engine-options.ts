@@ -64,8 +64,11 @@ export interface ClaimWait {
   waitMs?: number;
   /** Aborts the wait (the client went away). */
   signal?: AbortSignal;
-  /** Called once the claim's first try is over, before it waits or answers (see Claims.holdWaiters). */
-  tried?: (found: HeldClaimTry) => void;
+  /**
+   * Called once the claim's first try is over, before it waits or answers, with what it found (null:
+   * it failed); see Claims.holdWaiters.
+   */
+  tried?: (found: HeldClaimTry | null) => void;
 }
 
 export interface EngineOptions {

@@ -347,7 +347,7 @@ export class Engine extends EngineReads {
   }
 
   /** See Claims.holdWaiters. */
-  holdWaitingClaims(workerId: string): (tried?: HeldClaimTry) => void {
+  holdWaitingClaims(workerId: string): (tried?: HeldClaimTry | null) => void {
     return this.claims.holdWaiters(workerId);
   }
 

@@ -88,9 +88,10 @@ function watch(answer: Promise<ClaimResult[]>): () => ClaimResult[] | null {
   return () => got;
 }
 
-test("a held worker's waiter is passed over, the next worker's waiter is served, and the held one is tried when the hold ends", async () => {
+test("a held worker's waiter is passed over, the next worker's waiter is served, and the held one is tried when the hold ends", async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
+  t.after(() => waiters.close());
   const first = watch(waiters.wait({ worker_id: 'a', labels: [], max: 1 }, 600_000));
   const second = watch(waiters.wait({ worker_id: 'b', labels: [], max: 1 }, 600_000));
   await settle();
@@ -109,9 +110,10 @@ test("a held worker's waiter is passed over, the next worker's waiter is served,
   waiters.close();
 });
 
-test('a hold whose claim found the queue empty after the last wake-up ends without another try', async () => {
+test('a hold whose claim found the queue empty after the last wake-up ends without another try', async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
+  t.after(() => waiters.close());
   const answer = waiters.wait({ worker_id: 'a', labels: ['x'], max: 3 }, 600_000);
   await settle();
   const triesBefore = p.tries.length;
@@ -127,14 +129,16 @@ test('a hold whose claim found the queue empty after the last wake-up ends witho
   assert.deepEqual(await answer, []);
 });
 
-test('a hold ends with a try when its claim was filled, began before the last wake-up, or had other labels', async () => {
+test('a hold ends with a try when its claim was filled, failed, began before the last wake-up, or had other labels', async (t) => {
   for (const [what, tried] of [
     ['filled', (n: number) => ({ wakeCount: n, filled: true, labels: ['x'] })],
+    ['failed', () => null],
     ['began before a wake-up that passed the waiter over', (n: number) => ({ wakeCount: n - 1, filled: false, labels: ['x'] })],
     ['other labels', (n: number) => ({ wakeCount: n, filled: false, labels: ['y'] })],
   ] as const) {
     const p = pool(0);
     const waiters = new ClaimWaiters(p.tryClaim, 600_000);
+    t.after(() => waiters.close());
     const answer = watch(waiters.wait({ worker_id: 'a', labels: ['x'], max: 1 }, 600_000));
     await settle();
     const end = waiters.hold('a');
@@ -148,9 +152,10 @@ test('a hold ends with a try when its claim was filled, began before the last wa
   }
 });
 
-test('a waiter held by two claims at once is tried only when both have ended', async () => {
+test('a waiter held by two claims at once is tried only when both have ended', async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
+  t.after(() => waiters.close());
   const answer = watch(waiters.wait({ worker_id: 'a', labels: [], max: 1 }, 600_000));
   await settle();
   const end1 = waiters.hold('a');

@@ -102,7 +102,6 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
     },
   );
 
-
   api.post(
     '/api/jobs/heartbeat-batch',
     {
