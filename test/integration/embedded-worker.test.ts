@@ -612,7 +612,9 @@ test('shell handler: a killed process group is forgotten (and its SIGKILL timer 
   await startWorker(t, srv, createShellHandler({ killGraceMs: 60_000 }), { cancelPollSecs: 0.1 });
   await createAndRun(api, { id: 'pg', jobs: { j: { run: `echo $$ > ${pidFile}; sleep 300` } } });
   const pgid = await until(() => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) || null : null), 'the job to start');
-  assert.ok(liveProcessGroups().includes(pgid), 'a running job\'s group is tracked');
+  // Tracked once the launcher's word that it forked the command has been read here, which may come
+  // after the command has already written its pid.
+  await until(() => liveProcessGroups().includes(pgid), "the running job's group to be tracked");
   await api.post('/api/workflows/pg/cancel');
   await until(() => !alive(pgid), 'the job to be killed', 5000);
   // Far sooner than the 60 s grace: nothing is left to SIGKILL later, when the id may be someone else's.
