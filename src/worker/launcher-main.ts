@@ -97,20 +97,7 @@ function start(req: SpawnRequest): void {
     s.on('data', (d: Buffer) => send({ t: 'data', id, fd, bytes: d }, d.length));
     if (paused) s.pause();
   });
-  let open = 2;
-  const streamsClosed = Promise.all(
-    streams.map(
-      (s) =>
-        new Promise<void>((r) => {
-          const closed = () => {
-            open--;
-            r();
-          };
-          if (s.destroyed) closed();
-          else s.once('close', closed);
-        }),
-    ),
-  );
+  const streamsClosed = Promise.all(streams.map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())))));
   let done = false;
   const finish = () => {
     if (done) return;
@@ -130,7 +117,7 @@ function start(req: SpawnRequest): void {
     setImmediate(() => afterExit(code, signal));
   });
   const afterExit = (code: number | null, signal: NodeJS.Signals | null) => {
-    if (open === 0) {
+    if (streams.every((s) => s.closed)) {
       done = true;
       children.delete(id);
       return send({ t: 'exit', id, code, signal, closed: true });

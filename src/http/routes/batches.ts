@@ -95,7 +95,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       // worker needs another request for the slot this report freed (Claims.holdWaiters).
       const unhold = claim ? engine.holdWaitingClaims(claim.worker_id) : null;
       try {
-        return await reportAndClaim(engine, req.body, req, reply, holder, unhold);
+        return await reportAndClaim(engine, req.body, req, reply, holder, unhold ?? undefined);
       } finally {
         unhold?.();
       }
@@ -144,7 +144,7 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
  * claim waits for the reports: sent at once, it ran beside them, missed the job a complete enqueued,
  * and the worker got that job a wake-up and a claim later. Each report still settles on its own.
  */
-async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: FastifyRequest, reply: FastifyReply, holder: string | null, unhold: ClaimWait['tried'] | null) {
+async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: FastifyRequest, reply: FastifyReply, holder: string | null, tried?: ClaimWait['tried']) {
   const reports = Promise.all(
     body.reports.map(async (r): Promise<ReportResult> => {
       try {
@@ -159,7 +159,6 @@ async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: Fas
     }),
   );
   const claim = body.claim;
-  const tried = unhold ?? undefined;
   const claiming = !claim
     ? Promise.resolve([])
     : engine.claimsWithReports
