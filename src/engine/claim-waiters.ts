@@ -13,14 +13,20 @@ export interface NormalizedClaim {
   seen_at_ms?: number;
 }
 
-/** What a held claim's first try found (ClaimWaiters.hold). */
-export interface HeldClaimTry {
+/** What a claim's first try found (ClaimWaiters.firstPick). */
+export interface ClaimTry {
   /** ClaimWaiters.wakeCount when the try began. */
   wakeCount: number;
   /** It took as many jobs as it asked for (more may be left). */
   filled: boolean;
   /** Its labels, normalized. */
   labels: string[];
+}
+
+/** A claim with the first pick (ClaimWaiters.firstPick), until it has had its try. */
+interface Pick {
+  ended: Promise<void>;
+  tried: ClaimTry | null;
 }
 
 interface Waiter {
@@ -43,11 +49,10 @@ interface Waiter {
  * the head of each queue until a claim comes back empty, so a thousand idle waiters cost one claim
  * per distinct label set per wake-up, not one each.
  *
- * A worker's waiters can be held ({@link hold}) while a claim of its own that a report carries is
- * made: the job a complete enqueues then goes to the slot the report freed, in the report's answer,
- * rather than to the worker's waiting claim, which would cost the worker a second request and the
- * server a claim that finds nothing (docs/performance.md "Fifth round"). Held waiters are passed over,
- * not removed: the next waiter of their queue is served meanwhile.
+ * The claim a report carries has the first pick ({@link firstPick}): a wake-up serves no waiter until
+ * it has had its try, so the job a complete enqueues goes to the slot the report freed, in the
+ * report's answer, rather than to a waiting claim, which would cost that claim's worker another
+ * request and the report's claim an empty try (docs/performance.md "Fifth round").
  */
 export class ClaimWaiters {
   private readonly queues = new Map<string, Waiter[]>();
@@ -57,10 +62,8 @@ export class ClaimWaiters {
   private sweep: NodeJS.Timeout | null = null;
   /** Counts wake-ups: what a claim's try may have missed is told by the count when it began. */
   private wakes = 0;
-  /** Workers whose waiters are held, with how many holds each. */
-  private readonly held = new Map<string, number>();
-  /** Held workers whose waiters a wake-up passed over: the last such wake-up, and the waiters' labels. */
-  private readonly passedOver = new Map<string, { wake: number; labels: Set<string> }>();
+  /** Claims with the first pick that have not had their try yet. */
+  private readonly picks = new Set<Pick>();
 
   constructor(
     /** One claim attempt; [] when nothing fits. */
@@ -119,27 +122,21 @@ export class ClaimWaiters {
   }
 
   /**
-   * Holds `workerId`'s waiters until the returned function is called (once is enough; later calls do
-   * nothing). A wake-up meanwhile passes them over; when the last hold ends they are tried, if a
-   * wake-up passed them over, unless `tried` (null: the claim failed) shows that doing so would find
-   * nothing: the held claim took fewer jobs than it asked for (none fitting its labels was left), the
-   * waiters passed over have those same labels, and no wake-up passed them over after that claim's
-   * try began, so every change they were woken for was committed before it and seen by it.
+   * Gives a claim the first pick until the returned function is called (once is enough; later calls
+   * do nothing) with what its try found (null or nothing: it failed or never ran): a wake-up meanwhile
+   * waits for it before serving any waiter. A waiter with the claim's labels is then not tried if
+   * the claim shows that would find nothing: it took fewer jobs than it asked for (none fitting those
+   * labels was left), and its try began after every wake-up being served, so every change they were
+   * woken for was committed before it and seen by it.
    */
-  hold(workerId: string): (tried?: HeldClaimTry | null) => void {
-    this.held.set(workerId, (this.held.get(workerId) ?? 0) + 1);
-    let ended = false;
+  firstPick(): (tried?: ClaimTry | null) => void {
+    let ended!: () => void;
+    const pick: Pick = { ended: new Promise<void>((r) => (ended = r)), tried: null };
+    this.picks.add(pick);
     return (tried) => {
-      if (ended) return;
-      ended = true;
-      const left = this.held.get(workerId)! - 1;
-      if (left > 0) return void this.held.set(workerId, left);
-      this.held.delete(workerId);
-      const passed = this.passedOver.get(workerId);
-      if (!passed) return;
-      this.passedOver.delete(workerId);
-      const found = tried != null && !tried.filled && passed.wake <= tried.wakeCount && passed.labels.size === 1 && passed.labels.has(JSON.stringify(tried.labels));
-      if (!found) this.wake();
+      if (!this.picks.delete(pick)) return;
+      pick.tried = tried ?? null;
+      ended();
     };
   }
 
@@ -164,9 +161,12 @@ export class ClaimWaiters {
   }
 
   private async serveAll(): Promise<void> {
+    const through = this.wakes;
+    const empty = this.picks.size > 0 ? await this.afterPicks(through) : null;
     for (const [key, q] of [...this.queues]) {
+      if (empty?.has(key)) continue;
       for (;;) {
-        const head = this.firstServed(q);
+        const head = q[0];
         if (!head) break;
         if (head.signal?.aborted) {
           this.drop(key, head, []);
@@ -197,20 +197,16 @@ export class ClaimWaiters {
     }
   }
 
-  /** The queue's first waiter whose worker is not held (those before it are noted as passed over). */
-  private firstServed(q: readonly Waiter[]): Waiter | undefined {
-    if (this.held.size === 0) return q[0];
-    for (const w of q) {
-      if (!this.held.has(w.ask.worker_id)) return w;
-      const passed = this.passedOver.get(w.ask.worker_id);
-      if (passed) {
-        passed.wake = this.wakes;
-        passed.labels.add(JSON.stringify(w.ask.labels));
-      } else {
-        this.passedOver.set(w.ask.worker_id, { wake: this.wakes, labels: new Set([JSON.stringify(w.ask.labels)]) });
-      }
-    }
-    return undefined;
+  /**
+   * Waits until the claims with the first pick now out have had their try; answers the label sets
+   * (queue keys) one of them showed to have nothing left as of wake-up `through` (see firstPick).
+   */
+  private async afterPicks(through: number): Promise<Set<string>> {
+    const picks = [...this.picks];
+    await Promise.all(picks.map((p) => p.ended));
+    const empty = new Set<string>();
+    for (const { tried } of picks) if (tried && !tried.filled && tried.wakeCount >= through) empty.add(JSON.stringify(tried.labels));
+    return empty;
   }
 
   /**

@@ -6,7 +6,7 @@ import type { ClaimResult } from '../protocol/wire.js';
 import type { Claimed, JobChange, Store } from '../store/store.js';
 import { StoreUnavailableError } from '../store/index.js';
 import type { ClaimAnswers } from './claim-answers.js';
-import { ClaimWaiters, type HeldClaimTry, type NormalizedClaim } from './claim-waiters.js';
+import { ClaimWaiters, type ClaimTry, type NormalizedClaim } from './claim-waiters.js';
 import type { ClaimWait, WorkerClaim } from './engine-options.js';
 import type { LabelSetCache } from './label-cache.js';
 import type { OutageWarnings } from './outage.js';
@@ -82,12 +82,13 @@ export class Claims {
   }
 
   /**
-   * Holds the waiting claims of `workerId` until the returned function is called (ClaimWaiters.hold):
-   * a report-batch's claim (docs/api.md "Batches") takes the job its complete enqueued for the slot
-   * the report freed, instead of the worker's waiting claim taking it first.
+   * Gives a claim the first pick of what becomes claimable until the returned function is called with
+   * what its try found (ClaimWaiters.firstPick): a report-batch's claim (docs/api.md "Batches") takes
+   * the job its complete enqueued for the slot the report freed, instead of a waiting claim taking it
+   * first.
    */
-  holdWaiters(workerId: string): (tried?: HeldClaimTry | null) => void {
-    return this.waiters.hold(workerId);
+  firstPick(): (tried?: ClaimTry | null) => void {
+    return this.waiters.firstPick();
   }
 
   /** Something may have become claimable: waiting claims look again. */

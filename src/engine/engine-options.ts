@@ -4,7 +4,7 @@ import type { JobChange, JobRecord, Store } from '../store/store.js';
 import type { BlobStore } from './blob-store.js';
 import type { NotifySettings } from './notifications.js';
 import type { SpanSink } from '../domain/trace-context.js';
-import type { HeldClaimTry } from './claim-waiters.js';
+import type { ClaimTry } from './claim-waiters.js';
 
 /** The engine's options, its events and what its callers pass it (src/engine/engine.ts). */
 
@@ -66,9 +66,9 @@ export interface ClaimWait {
   signal?: AbortSignal;
   /**
    * Called once the claim's first try is over, before it waits or answers, with what it found (null:
-   * it failed); see Claims.holdWaiters.
+   * it failed); see Claims.firstPick.
    */
-  tried?: (found: HeldClaimTry | null) => void;
+  tried?: (found: ClaimTry | null) => void;
 }
 
 export interface EngineOptions {

@@ -17,7 +17,7 @@ import { Peers } from './peers.js';
 import type { ClaimWait, EngineEvents, EngineOptions, LeaseVisibility, WorkerClaim } from './engine-options.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT } from '../domain/log-budget.js';
 import { Claims } from './claims.js';
-import type { HeldClaimTry } from './claim-waiters.js';
+import type { ClaimTry } from './claim-waiters.js';
 import { LabelSetCache } from './label-cache.js';
 import { LeaseCalls } from './lease-calls.js';
 import type { RerunScope } from './run-plan.js';
@@ -346,9 +346,9 @@ export class Engine extends EngineReads {
     return this.claims.claimMany(req, max, wait);
   }
 
-  /** See Claims.holdWaiters. */
-  holdWaitingClaims(workerId: string): (tried?: HeldClaimTry | null) => void {
-    return this.claims.holdWaiters(workerId);
+  /** See Claims.firstPick. */
+  claimFirstPick(): (tried?: ClaimTry | null) => void {
+    return this.claims.firstPick();
   }
 
   /** See Claims.release. */

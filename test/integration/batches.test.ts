@@ -6,7 +6,7 @@ import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, request, until } from '../helpers/http.js';
 import { startInProcess } from '../helpers/server.js';
-import { reportClaimsBeforeOwnWaiter } from '../helpers/report-claims.js';
+import { reportClaimsBeforeWaiters } from '../helpers/report-claims.js';
 
 async function serve(t: TestContext) {
   const s = await startInProcess();
@@ -114,9 +114,9 @@ describe('POST /api/jobs/report-batch', () => {
     assert.deepEqual(r.body.claims[0].job.upstream_outputs, { a: { x: '1' } });
   });
 
-  test("with claim, the job a completion enqueues goes to the report's claim, not to the same worker's waiting claim", async (t) => {
+  test("with claim, the job a completion enqueues goes to the report's claim, not to a waiting claim of the same worker or another", async (t) => {
     const s = await serve(t);
-    await reportClaimsBeforeOwnWaiter(s.url);
+    await reportClaimsBeforeWaiters(s.url);
   });
 
   test('malformed reports are 400 and nothing is applied', async (t) => {

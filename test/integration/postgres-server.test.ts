@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { client } from '../helpers/http.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { sandbox, serverProcess, spawnWeft, track } from '../helpers/server.js';
-import { reportClaimsBeforeOwnWaiter } from '../helpers/report-claims.js';
+import { reportClaimsBeforeWaiters } from '../helpers/report-claims.js';
 
 test('server and worker on PostgreSQL: a run succeeds and survives kill -9 of the server', async (t) => {
   const db = await createDatabase();
@@ -74,10 +74,10 @@ test('PostgreSQL: the claim a report-batch carries gets the job its complete enq
   }
 });
 
-test("PostgreSQL: the job a report's complete enqueues goes to the claim that report carries, not to the same worker's waiting claim", async (t) => {
+test("PostgreSQL: the job a report's complete enqueues goes to the claim that report carries, not to a waiting claim of the same worker or another", async (t) => {
   const db = await createDatabase();
   t.after(() => db.drop());
   const sb = sandbox(t, 'weft-pg-held-');
   const server = await serverProcess(t, sb, { ...sb.env, DATABASE_URL: db.url });
-  await reportClaimsBeforeOwnWaiter(server.url);
+  await reportClaimsBeforeWaiters(server.url);
 });

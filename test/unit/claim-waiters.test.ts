@@ -88,39 +88,40 @@ function watch(answer: Promise<ClaimResult[]>): () => ClaimResult[] | null {
   return () => got;
 }
 
-test("a held worker's waiter is passed over, the next worker's waiter is served, and the held one is tried when the hold ends", async (t) => {
+test('a wake-up serves no waiter while a claim has the first pick, and serves them once it has had its try', async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
   t.after(() => waiters.close());
   const first = watch(waiters.wait({ worker_id: 'a', labels: [], max: 1 }, 600_000));
   const second = watch(waiters.wait({ worker_id: 'b', labels: [], max: 1 }, 600_000));
   await settle();
-  const end = waiters.hold('a');
-  const triesAtHold = p.tries.length;
-  p.add(1);
+  const end = waiters.firstPick();
+  const triesAtPick = p.tries.length;
+  p.add(2);
   waiters.wake();
   await settle();
-  assert.equal(second()?.length, 1, "the next worker's waiter gets the job");
-  assert.equal(first(), null, 'the held waiter still waits');
-  p.add(1);
-  end();
+  assert.equal(p.tries.length, triesAtPick, 'no waiter tried while the claim with the first pick is out');
+  // The claim took one of the two jobs and asked for no more.
+  p.add(-1);
+  end({ wakeCount: waiters.wakeCount, filled: true, labels: [] });
   await settle();
-  assert.equal(first()?.length, 1, 'the held waiter is tried once the hold ends');
-  assert.deepEqual(p.tries.slice(triesAtHold), ['b', 'a'], 'never tried while held, then tried once');
+  assert.equal(first()?.length, 1, 'the queue head is served after the pick');
+  assert.equal(second(), null, 'one job was left, and it went to the head');
+  assert.deepEqual(p.tries.slice(triesAtPick), ['a', 'b']);
   waiters.close();
 });
 
-test('a hold whose claim found the queue empty after the last wake-up ends without another try', async (t) => {
+test('a first pick that found nothing left for the waiters\' labels after the last wake-up spares them a try', async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
   t.after(() => waiters.close());
   const answer = waiters.wait({ worker_id: 'a', labels: ['x'], max: 3 }, 600_000);
   await settle();
   const triesBefore = p.tries.length;
-  const end = waiters.hold('a');
+  const end = waiters.firstPick();
   waiters.wake();
   await settle();
-  // The held claim began after that wake-up and took 1 of the 2 it asked for: nothing is left.
+  // The claim began after that wake-up and took fewer than it asked for: nothing is left.
   end({ wakeCount: waiters.wakeCount, filled: false, labels: ['x'] });
   await settle();
   assert.equal(p.tries.length, triesBefore, 'no try that could only come back empty');
@@ -129,11 +130,12 @@ test('a hold whose claim found the queue empty after the last wake-up ends witho
   assert.deepEqual(await answer, []);
 });
 
-test('a hold ends with a try when its claim was filled, failed, began before the last wake-up, or had other labels', async (t) => {
+test('after a first pick the waiters are tried when its claim was filled, failed, began before the last wake-up, or had other labels', async (t) => {
   for (const [what, tried] of [
     ['filled', (n: number) => ({ wakeCount: n, filled: true, labels: ['x'] })],
     ['failed', () => null],
-    ['began before a wake-up that passed the waiter over', (n: number) => ({ wakeCount: n - 1, filled: false, labels: ['x'] })],
+    ['ended without a try', () => undefined],
+    ['began before the wake-up', (n: number) => ({ wakeCount: n - 1, filled: false, labels: ['x'] })],
     ['other labels', (n: number) => ({ wakeCount: n, filled: false, labels: ['y'] })],
   ] as const) {
     const p = pool(0);
@@ -141,7 +143,7 @@ test('a hold ends with a try when its claim was filled, failed, began before the
     t.after(() => waiters.close());
     const answer = watch(waiters.wait({ worker_id: 'a', labels: ['x'], max: 1 }, 600_000));
     await settle();
-    const end = waiters.hold('a');
+    const end = waiters.firstPick();
     waiters.wake();
     await settle();
     p.add(1);
@@ -152,23 +154,26 @@ test('a hold ends with a try when its claim was filled, failed, began before the
   }
 });
 
-test('a waiter held by two claims at once is tried only when both have ended', async (t) => {
+test('a wake-up waits for every first pick out when it began, and for none that came later', async (t) => {
   const p = pool(0);
   const waiters = new ClaimWaiters(p.tryClaim, 600_000);
   t.after(() => waiters.close());
   const answer = watch(waiters.wait({ worker_id: 'a', labels: [], max: 1 }, 600_000));
   await settle();
-  const end1 = waiters.hold('a');
-  const end2 = waiters.hold('a');
+  const end1 = waiters.firstPick();
+  const end2 = waiters.firstPick();
   p.add(1);
   waiters.wake();
   await settle();
   end1();
   end1();
   await settle();
-  assert.equal(p.left(), 1, 'still held by the second claim');
+  assert.equal(p.left(), 1, 'still waiting for the second pick');
+  // Picks keep coming (a busy worker reporting): the wake-up does not wait for the new one.
+  const end3 = waiters.firstPick();
   end2();
   await settle();
-  assert.equal(answer()?.length, 1);
+  assert.equal(answer()?.length, 1, 'served once the picks out at the wake-up had their try');
+  end3();
   waiters.close();
 });

@@ -90,14 +90,14 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
       if (req.body.claim) requireWorkerScope(req, req.body.claim.worker_id, req.body.claim.labels ?? []);
       const holder = leaseHolder(req);
       const claim = req.body.claim;
-      // The worker's own waiting claims (its other free slots) stand aside until this claim has had
-      // its try: otherwise the wake-up of a complete hands them the job it enqueued first, and the
-      // worker needs another request for the slot this report freed (Claims.holdWaiters).
-      const unhold = claim ? engine.holdWaitingClaims(claim.worker_id) : null;
+      // Waiting claims (this worker's other free slots, other workers) stand aside until this claim
+      // has had its try: otherwise the wake-up of a complete hands one of them the job it enqueued,
+      // and this worker needs another request for the slot the report freed (Claims.firstPick).
+      const picked = claim ? engine.claimFirstPick() : null;
       try {
-        return await reportAndClaim(engine, req.body, req, reply, holder, unhold ?? undefined);
+        return await reportAndClaim(engine, req.body, req, reply, holder, picked ?? undefined);
       } finally {
-        unhold?.();
+        picked?.();
       }
     },
   );
