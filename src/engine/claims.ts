@@ -58,7 +58,7 @@ export class Claims {
     const wakeCount = this.waiters.wakeCount;
     let now: ClaimResult[];
     try {
-      now = await this.claimOnce(ask);
+      now = await this.claimOnce(ask, false, wait.afterCompletes);
     } catch (err) {
       // It says nothing of what is left to claim.
       wait.tried?.(null);
@@ -118,7 +118,7 @@ export class Claims {
    * looks offline. Most wake-ups of a waiting claim find nothing (another claim took the job), and
    * such a try then writes nothing.
    */
-  private async claimOnce(ask: NormalizedClaim, retry = false): Promise<ClaimResult[]> {
+  private async claimOnce(ask: NormalizedClaim, retry = false, afterCompletes = false): Promise<ClaimResult[]> {
     const now = this.ctx.now();
     const sighting = !retry || now - (ask.seen_at_ms ?? Number.NEGATIVE_INFINITY) >= RETRY_SIGHTING_MS;
     if (sighting) ask.seen_at_ms = now;
@@ -138,6 +138,7 @@ export class Claims {
       now_ms: now,
       token_name: ask.token_name ?? null,
       retry: !sighting,
+      after_completes: afterCompletes,
     });
     if (claimed.length === 0) return [];
     this.ctx.claimed(claimed);

@@ -69,6 +69,8 @@ export interface ClaimWait {
    * it failed); see Claims.firstPick.
    */
   tried?: (found: ClaimTry | null) => void;
+  /** Its first try must see what the completes handed over before it enqueue (StoreClaim.after_completes). */
+  afterCompletes?: boolean;
 }
 
 export interface EngineOptions {

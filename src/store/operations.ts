@@ -251,6 +251,13 @@ export interface StoreClaim {
    * (no commit, no fsync: docs/performance.md "Third round").
    */
   retry?: boolean;
+  /**
+   * The claim must see what the completes handed to the store before it enqueue: a report-batch's
+   * claim, handed over right after its reports (docs/api.md "Batches"). SQLite's writer applies
+   * writes in the order they are handed over, so there this asks nothing more; on PostgreSQL the
+   * claim goes right behind those completes (postgres/leases.ts claimAfterCompletes).
+   */
+  after_completes?: boolean;
 }
 
 export interface Claimed {

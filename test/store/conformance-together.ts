@@ -146,6 +146,33 @@ export function togetherCases(withStore: Case): void {
     assert.equal((await job(store, 'w', 'foreign')).status, 'running', 'a foreign call changes nothing');
     assert.equal((await job(store, 'x', 'gone')).status, 'cancelled');
   });
+  withStore('a claim after completes, handed over with them, takes the jobs they enqueue', async (store) => {
+    await start(store, 'w', 1000, { a: {}, b: { needs: ['a'] }, c: {}, d: { needs: ['c'] } });
+    const held = await claim(store, 2000, { max: 2 });
+    assert.deepEqual(held.map((c) => c.job.job_id).sort(), ['a', 'c']);
+    // As a report-batch hands them over: the completes, then its claims, in one turn.
+    const completes = held.map((c) => store.complete(c.lease.lease_id, {}, 3000, null));
+    const reqs = [claimRequest(3000, { worker: 'r1', max: 1 }), claimRequest(3000, { worker: 'r2', max: 2 })];
+    const claims = reqs.map((r) => store.claim({ ...r, after_completes: true }));
+    const outs = await Promise.all(completes);
+    assert.deepEqual(outs.map((o) => (o.kind === 'completed' ? o.enqueued : o.kind)), [['b'], ['d']]);
+    const answers = await Promise.all(claims);
+    answers.forEach((got, i) => assertOwnAnswer(reqs[i]!, got, `claim ${i}`));
+    assert.deepEqual(answers.flat().map((c) => c.job.job_id).sort(), ['b', 'd'], 'the claims took both jobs the completes enqueued');
+    assert.deepEqual(answers.map((a) => a.length), [1, 1], 'each claim in its order');
+  });
+
+  withStore('a claim after completes whose statement is already out waits for it, and sees what it enqueued', async (store) => {
+    await start(store, 'w', 1000, { a: {}, b: { needs: ['a'] } });
+    const [held] = await claim(store, 2000);
+    const completed = store.complete(held!.lease.lease_id, {}, 3000, null);
+    // A turn later the complete has gone out (or, where writes share a commit, is on its way).
+    await new Promise<void>((r) => setImmediate(r));
+    const got = await store.claim({ ...claimRequest(3000, { worker: 'late' }), after_completes: true });
+    assert.equal((await completed).kind, 'completed');
+    assert.deepEqual(got.map((c) => c.job.job_id), ['b']);
+  });
+
 }
 
 /**

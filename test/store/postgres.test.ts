@@ -7,7 +7,7 @@ import { QUERIES } from '../../src/store/postgres/queries.js';
 import { POSTGRES_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { openStore } from '../../src/store/index.js';
 import { storeConformance } from './conformance.js';
-import { claim, claimOne, complete, runStatus, start, wfRecord } from './fixtures.js';
+import { claim, claimOne, claimRequest, complete, job, runStatus, start, wfRecord } from './fixtures.js';
 import { assertUpgradeCarriesOn, V1_WORKFLOWS, v1JobRow, v1Jobs } from './upgrade-fixture.js';
 import { ADMIN_URL, createDatabase, ensureReachable } from '../helpers/postgres.js';
 
@@ -273,6 +273,37 @@ test('postgres: retention finds and deletes runs through indexes on a database o
       assert.match(plan, re, `${name}:\n${plan}`);
       // Only the workflows table (one row a workflow) may be read whole.
       assert.doesNotMatch(plan, /Seq Scan on (runs|jobs|leases|log_chunks)/, `${name}:\n${plan}`);
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+});
+
+test('postgres: a claim that went behind completes and failed there claims again on its own, and the completes stand', async () => {
+  const db = await createDatabase();
+  const sql = connect(db.url);
+  try {
+    const store = await PostgresStore.open(db.url, POOL);
+    try {
+      await start(store, 'w', 1000, { a: {}, b: { needs: ['a'] } });
+      const a = await claimOne(store, 2000, 'a');
+      // The next lease written fails, once: that is the claim riding behind the complete.
+      await sql.unsafe(`CREATE SEQUENCE lease_failures;
+        CREATE FUNCTION fail_first_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN IF nextval('lease_failures') = 1 THEN RAISE EXCEPTION 'injected lease failure'; END IF; RETURN NEW; END $$;
+        CREATE TRIGGER fail_first_lease BEFORE INSERT ON leases FOR EACH ROW EXECUTE FUNCTION fail_first_lease();`);
+      const completed = store.complete(a.lease.lease_id, { k: 'v' }, 3000, null);
+      const claimed = store.claim({ ...claimRequest(3000, { worker: 'r' }), after_completes: true });
+      const outcome = await completed;
+      assert.equal(outcome.kind, 'completed', 'the complete does not fail with the claim behind it');
+      const got = await claimed;
+      assert.deepEqual(got.map((c) => c.job.job_id), ['b'], 'the claim, tried again on its own, takes the job');
+      const [seq] = await sql`SELECT last_value AS n FROM lease_failures`;
+      assert.equal(Number(seq?.n), 2, 'the claim went behind the complete first, then alone');
+      assert.deepEqual((await job(store, 'w', 'a')).outputs, { k: 'v' });
+    } finally {
+      await store.close();
     }
   } finally {
     await sql.end({ timeout: 5 });

@@ -138,11 +138,13 @@ export function batchRoutes(app: FastifyInstance, engine: Engine): void {
 }
 
 /**
- * A report-batch's reports and its claim. Where one commit can hold them all (SQLite), the reports
- * and the claim after them reach the store together: the reports are handed over first
- * (synchronously, in order), so the claim sees the jobs they enqueue. Elsewhere (PostgreSQL) the
- * claim waits for the reports: sent at once, it ran beside them, missed the job a complete enqueued,
- * and the worker got that job a wake-up and a claim later. Each report still settles on its own.
+ * A report-batch's reports and its claim. The reports are handed to the store first (synchronously,
+ * in order), and the claim right after them, so that it sees the jobs they enqueue: where one commit
+ * can hold them all (SQLite) they share it; on PostgreSQL a claim behind completes goes in their round
+ * trip, right after them (StoreClaim.after_completes). A fail there is a transaction of its own, which
+ * nothing orders a claim behind, so with a fail among the reports the claim waits for the reports:
+ * sent at once, it would run beside them, miss a job they enqueued, and leave the worker to get that
+ * job a wake-up and a claim later. Each report still settles on its own.
  */
 async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: FastifyRequest, reply: FastifyReply, holder: string | null, tried?: ClaimWait['tried']) {
   const reports = Promise.all(
@@ -159,10 +161,11 @@ async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: Fas
     }),
   );
   const claim = body.claim;
+  const together = engine.claimsWithReports || body.reports.every((r) => r.outcome === 'complete');
   const claiming = !claim
     ? Promise.resolve([])
-    : engine.claimsWithReports
-      ? claimFor(engine, claim, req, reply, tried)
+    : together
+      ? claimFor(engine, claim, req, reply, tried, true)
       : reports.then(() => claimFor(engine, claim, req, reply, tried));
   const [settledReports, settledClaims] = await Promise.allSettled([reports, claiming]);
   if (settledReports.status === 'rejected') {
@@ -176,12 +179,12 @@ async function reportAndClaim(engine: Engine, body: ReportBatchRequest, req: Fas
   return { results, claims };
 }
 
-async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyRequest, reply: FastifyReply, tried?: ClaimWait['tried']) {
+async function claimFor(engine: Engine, c: BatchClaimRequest, req: FastifyRequest, reply: FastifyReply, tried?: ClaimWait['tried'], afterCompletes = false) {
   const gone = clientGone(reply);
   const claims = await engine.claimMany(
     { worker_id: c.worker_id, labels: c.labels ?? [], lease_ttl_secs: c.lease_ttl_secs, token_name: leaseHolder(req) },
     c.max_jobs ?? 1,
-    { waitMs: (c.wait_secs ?? 0) * 1000, signal: c.wait_secs ? gone.signal : undefined, tried },
+    { waitMs: (c.wait_secs ?? 0) * 1000, signal: c.wait_secs ? gone.signal : undefined, tried, afterCompletes },
   );
   gone.done();
   // Granted while the client was leaving: nobody will run them, so they go straight back.

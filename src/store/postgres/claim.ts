@@ -12,7 +12,7 @@ import { Coalescer } from './coalesce.js';
  * "PostgreSQL"); claims with other keys go in statements of their own.
  */
 
-interface ClaimCall {
+export interface ClaimCall {
   req: StoreClaim;
   /** Jobs it may take: at most `max`, and no more than it brought lease ids for. */
   max: number;
@@ -46,12 +46,25 @@ function claimer(sql: Sql): Coalescer<ClaimCall, Row[]> {
   return c;
 }
 
+/** One claim statement for calls with the same label keys, and how to share out what it returns. */
+export interface ClaimStatement {
+  text: string;
+  params: unknown[];
+  /** The rows the statement returned, as each call's jobs, in the order of the calls. */
+  answers(rows: readonly Row[]): Row[][];
+}
+
+async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row[][]> {
+  const s = claimStatement(batch);
+  return s.answers(await writeStatement(sql, s.text, s.params));
+}
+
 /**
  * One QUERIES.claim (QUERIES.claimAcrossKeys for several keys) for claims with the same label keys: each has a run of slots as long as its
  * `max`, in arrival order, and takes the jobs that fall in its slots. The candidates are those
  * claimable at the earliest claimer's time, so no claimer gets a job not yet ready at its own.
  */
-async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row[][]> {
+export function claimStatement(batch: readonly ClaimCall[]): ClaimStatement {
   const slots = { leaseIds: [] as string[], workers: [] as string[], ttls: [] as number[], expires: [] as number[], tokens: [] as Array<string | null>, nows: [] as number[] };
   const owner: number[] = [];
   const seen = new Map<string, { labels: string; now: number; always: boolean }>();
@@ -73,7 +86,8 @@ async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row
     seen.set(req.worker_id, { labels: JSON.stringify(req.worker_labels), now: req.now_ms, always });
   });
   const workers = [...seen.keys()].sort();
-  const rows = await writeStatement(sql, batch[0]!.keys.length === 1 ? QUERIES.claim : QUERIES.claimAcrossKeys, [
+  const text = batch[0]!.keys.length === 1 ? QUERIES.claim : QUERIES.claimAcrossKeys;
+  const params = [
     batch[0]!.keys,
     Math.min(...batch.map((c) => c.req.now_ms)),
     owner.length,
@@ -87,18 +101,34 @@ async function claimTogether(sql: Sql, batch: readonly ClaimCall[]): Promise<Row
     workers.map((w) => seen.get(w)!.labels),
     workers.map((w) => seen.get(w)!.now),
     workers.map((w) => (seen.get(w)!.always ? 1 : 0)),
-  ]);
-  const answers: Row[][] = batch.map(() => []);
-  for (const r of rows) answers[owner[(r.n as number) - 1]!]!.push(r);
-  return answers;
+  ];
+  return {
+    text,
+    params,
+    answers(rows) {
+      const answers: Row[][] = batch.map(() => []);
+      for (const r of rows) answers[owner[(r.n as number) - 1]!]!.push(r);
+      return answers;
+    },
+  };
 }
 
-export async function claim(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
+/** The one-statement part of a claim, sharing its statement with the claims of its label keys that arrive together. */
+export function takeTogether(sql: Sql, call: ClaimCall): Promise<Row[]> {
+  return claimer(sql).submit(JSON.stringify(call.keys), call);
+}
+
+/**
+ * Hands out up to `max` claimable jobs: the one-statement claim (by `take`; takeTogether unless the
+ * claim must go after something, see leases.ts claimAfterCompletes), then, if it left room, the jobs
+ * of capped matrix groups and of concurrency groups.
+ */
+export async function claim(sql: Sql, req: StoreClaim, take: (call: ClaimCall) => Promise<Row[]> = (call) => takeTogether(sql, call)): Promise<Claimed[]> {
   const now = req.now_ms;
   const expires = leaseExpiresAt(now, req.ttl_secs);
   const max = Math.max(0, Math.min(req.max, req.lease_ids.length));
   const keys = [...new Set(req.label_keys)].sort();
-  const rows = await claimer(sql).submit(JSON.stringify(keys), { req, max, keys, expires });
+  const rows = await take({ req, max, keys, expires });
   if (rows.length < max) {
     const groups = await statement(sql, QUERIES.claimableGroups, [keys, now, GROUPS_PER_CLAIM]);
     const matrix = groups.filter((g) => g.kind === 'matrix');

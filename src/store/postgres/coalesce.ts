@@ -28,6 +28,8 @@ interface Lane<Req, Res> {
   queue: Array<Waiting<Req, Res>>;
   inFlight: number;
   scheduled: boolean;
+  /** Settles as each statement out now answers. */
+  out: Set<Promise<unknown>>;
 }
 
 export class Coalescer<Req, Res> {
@@ -42,10 +44,21 @@ export class Coalescer<Req, Res> {
     private readonly opts: CoalesceOptions<Req>,
   ) {}
 
+  /** Whether calls of `key` wait for a statement to take them (the next one of the key will). */
+  queued(key: string): boolean {
+    return (this.lanes.get(key)?.queue.length ?? 0) > 0;
+  }
+
+  /** Resolves once every statement of `key` out now has answered, however it did; at once if none is. */
+  async drained(key: string): Promise<void> {
+    const out = this.lanes.get(key)?.out;
+    if (out && out.size > 0) await Promise.allSettled([...out]);
+  }
+
   submit(key: string, req: Req): Promise<Res> {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { queue: [], inFlight: 0, scheduled: false };
+      lane = { queue: [], inFlight: 0, scheduled: false, out: new Set() };
       this.lanes.set(key, lane);
     }
     const promise = new Promise<Res>((resolve, reject) => lane.queue.push({ req, resolve, reject }));
@@ -92,6 +105,11 @@ export class Coalescer<Req, Res> {
     } catch (err) {
       run = Promise.reject(err);
     }
-    run.then((answers) => settle(answers), (err: unknown) => settle(null, err));
+    const answered = run.then(
+      (answers) => settle(answers),
+      (err: unknown) => settle(null, err),
+    );
+    lane.out.add(answered);
+    void answered.finally(() => lane.out.delete(answered));
   }
 }

@@ -2,6 +2,7 @@ import { storableText } from '../../domain/text.js';
 import { DEFAULT_MAX_LOG_BYTES_PER_ATTEMPT, logTruncationMarker } from '../../domain/log-budget.js';
 import type { Outputs } from '../../domain/model.js';
 import type {
+  Claimed,
   CompleteOutcome,
   FailOutcome,
   HeartbeatOutcome,
@@ -9,14 +10,16 @@ import type {
   JobChange,
   LeaseRecord,
   PushLogsOutcome,
+  StoreClaim,
 } from '../store.js';
 import { toJob, toLease, type Row } from '../rows.js';
 import { endedJob } from '../../domain/conditions.js';
 import { change } from '../changes.js';
 import { applyFailure, checkLease, currentJob, propagateEnd, settleRunIfOver, settleRunsOf, type LockedLease } from './settle.js';
 import { QUERIES } from './queries.js';
-import { pipeline, transaction, writeStatement, type Exec, type Sql } from './tx.js';
+import { pipeline, transaction, writeStatement, type Exec, type Sql, type Trailing } from './tx.js';
 import { Coalescer } from './coalesce.js';
+import { claim, claimStatement, takeTogether, type ClaimCall } from './claim.js';
 
 /**
  * The worker protocol's lease calls. Each first tries the guarded statement that does
@@ -65,10 +68,13 @@ const completers = new WeakMap<Sql, Coalescer<CompleteCall, Guarded>>();
 /** How many completes one statement carries at most. */
 const COMPLETES_PER_STATEMENT = 256;
 
+/** The completer's one lane. */
+const COMPLETES = 'complete';
+
 function completer(sql: Sql): Coalescer<CompleteCall, Guarded> {
   let c = completers.get(sql);
   if (!c) {
-    c = new Coalescer((batch) => completeTogether(sql, batch), {
+    c = new Coalescer((batch) => completeTogether(sql, batch, takeRiders(sql)), {
       maxInFlight: COMPLETES_IN_FLIGHT,
       maxWeight: COMPLETES_PER_STATEMENT,
       weight: () => 1,
@@ -92,17 +98,21 @@ const COMPLETES_IN_FLIGHT = 1;
  * across a round trip. A run found over is settled once for all its completes here. A lease given
  * twice in one batch goes once; its repeats go after, alone, and so find it settled.
  */
-async function completeTogether(sql: Sql, batch: readonly CompleteCall[]): Promise<Guarded[]> {
+async function completeTogether(sql: Sql, batch: readonly CompleteCall[], riders: readonly Rider[] = []): Promise<Guarded[]> {
   const first = new Map<string, number>();
   batch.forEach((c, i) => {
     if (!first.has(c.leaseId)) first.set(c.leaseId, i);
   });
   const unique = [...first.values()].map((i) => batch[i]!);
   const ids = unique.map((c) => c.leaseId);
-  const [done, runs] = await pipeline(sql, [
-    [QUERIES.completeJob, [ids, unique.map((c) => c.encoded), unique.map((c) => c.nowMs), unique.map((c) => c.holder)]],
-    [QUERIES.runsOpenOfLeases, [ids]],
-  ]);
+  const [done, runs] = await pipeline(
+    sql,
+    [
+      [QUERIES.completeJob, [ids, unique.map((c) => c.encoded), unique.map((c) => c.nowMs), unique.map((c) => c.holder)]],
+      [QUERIES.runsOpenOfLeases, [ids]],
+    ],
+    ridersBehind(sql, riders),
+  );
   const rows = new Map<string, Row>();
   for (const r of done!) rows.set(unique[(r.call_n as number) - 1]!.leaseId, r);
   const open = new Map(runs!.map((r) => [`${r.run_number as number}/${r.workflow_id as string}`, r.open as boolean]));
@@ -120,9 +130,75 @@ async function completeTogether(sql: Sql, batch: readonly CompleteCall[]): Promi
   return answers;
 }
 
+/** A claim going out right behind the next completeJob statement (claimAfterCompletes). */
+interface Rider {
+  call: ClaimCall;
+  resolve: (rows: Row[]) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Claims waiting for the completes queued now to go out, by store handle. */
+const riders = new WeakMap<Sql, Rider[]>();
+
+function takeRiders(sql: Sql): Rider[] {
+  const waiting = riders.get(sql);
+  if (!waiting) return [];
+  riders.delete(sql);
+  return waiting;
+}
+
+/**
+ * A claim that must see what the completes handed over before it enqueue: a report-batch's claim
+ * (StoreClaim.after_completes, docs/api.md "Batches"). While those completes wait for their statement,
+ * the claim goes in the same round trip, right behind them (a statement of its own, which sees their
+ * commit); while their statement is out, it goes once that has answered; otherwise at once. Riders of
+ * the same label keys share a statement, as claims arriving together do (claim.ts). Should more
+ * completes be queued than one statement carries, a rider goes behind the first of them.
+ */
+export function claimAfterCompletes(sql: Sql, req: StoreClaim): Promise<Claimed[]> {
+  return claim(sql, req, (call) => {
+    const completes = completer(sql);
+    if (!completes.queued(COMPLETES)) return completes.drained(COMPLETES).then(() => takeTogether(sql, call));
+    return new Promise<Row[]>((resolve, reject) => {
+      const waiting = riders.get(sql);
+      const rider = { call, resolve, reject };
+      if (waiting) waiting.push(rider);
+      else riders.set(sql, [rider]);
+    });
+  });
+}
+
+/**
+ * The riders' claim statements, one per set of label keys, as statements trailing a complete's
+ * pipeline. A rider whose statement failed or was never sent claims on its own, after the completes.
+ */
+function ridersBehind(sql: Sql, waiting: readonly Rider[]): Trailing[] {
+  const byKeys = new Map<string, Rider[]>();
+  for (const r of waiting) {
+    const key = JSON.stringify(r.call.keys);
+    const group = byKeys.get(key);
+    if (group) group.push(r);
+    else byKeys.set(key, [r]);
+  }
+  return [...byKeys.values()].map((group) => {
+    const s = claimStatement(group.map((r) => r.call));
+    return {
+      text: s.text,
+      params: s.params,
+      settle(result) {
+        if (!(result instanceof Error)) {
+          const answers = s.answers(result);
+          return group.forEach((r, i) => r.resolve(answers[i]!));
+        }
+        for (const r of group) takeTogether(sql, r.call).then(r.resolve, r.reject);
+      },
+    };
+  });
+}
+
 export async function complete(sql: Sql, leaseId: string, outputs: Outputs, nowMs: number, holder: string | null): Promise<CompleteOutcome> {
   const encoded = JSON.stringify(outputs);
-  const row = await completer(sql).submit('complete', { leaseId, encoded, nowMs, holder });
+  const row = await completer(sql).submit(COMPLETES, { leaseId, encoded, nowMs, holder });
   if (row) return completed(row);
   // The guard failed: a transaction locks the lease and looks closer.
   const outcome = await transaction(sql, async (q): Promise<CompleteOutcome> => {

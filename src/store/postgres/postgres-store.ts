@@ -45,7 +45,7 @@ import { claim, releaseLeases } from './claim.js';
 import { deleteSecret, putSecret, rewriteLogChunk } from './secrets.js';
 import { claimNotifications, createNotifications, pruneNotifications, settleNotification } from './notifications.js';
 import * as events from './events.js';
-import { complete, fail, heartbeat, pushLogs } from './leases.js';
+import { claimAfterCompletes, complete, fail, heartbeat, pushLogs } from './leases.js';
 import type { PostgresOptions } from './options.js';
 import { migrate } from './migrations.js';
 import { makeReads } from './reads.js';
@@ -197,7 +197,7 @@ export class PostgresStore implements Store {
   }
 
   claim(req: StoreClaim): Promise<Claimed[]> {
-    return claim(this.sql, req);
+    return req.after_completes ? claimAfterCompletes(this.sql, req) : claim(this.sql, req);
   }
 
   releaseLeases(leaseIds: readonly string[]): Promise<JobChange[]> {

@@ -364,22 +364,56 @@ export function writeStatement(sql: Sql, text: string, params: Params = []): Pro
  * Statements sent back to back on one connection, in one round trip, each its own transaction, each
  * committed before the next starts: a later one sees what an earlier one did.
  */
-export function pipeline(sql: Sql, stmts: ReadonlyArray<readonly [text: string, params: Params]>): Promise<Row[][]> {
-  return operation(sql, (deadline) =>
+export function pipeline(sql: Sql, stmts: ReadonlyArray<readonly [text: string, params: Params]>, trailing: readonly Trailing[] = []): Promise<Row[][]> {
+  let trailed = false;
+  const done = operation(sql, (deadline) =>
     withRetry(deadline, async () => {
       const session = await Session.open(sql);
       try {
         // The caller has had its answer (unavailable): work started now would be a change nobody awaits.
         if (deadline.passed) throw deadline.error();
         const started = performance.now();
-        const results = await Promise.all(stmts.map(([text, params]) => session.send(text, params)));
+        const sent = stmts.map(([text, params]) => session.send(text, params));
+        const behind: Array<Promise<void>> = [];
+        if (!trailed) {
+          trailed = true;
+          for (const t of trailing) {
+            behind.push(
+              session.send(t.text, t.params).then(
+                (rows) => t.settle(rows),
+                (err: unknown) => t.settle(err instanceof Error ? err : new Error(String(err))),
+              ),
+            );
+          }
+        }
+        // The session is held until the statements behind have answered too: its connection is
+        // handed to the next unit of work only once nothing of this one is left on it.
+        const [results] = await Promise.allSettled([Promise.all(sent), Promise.all(behind)]);
+        if (results.status === 'rejected') throw results.reason;
         committed(sql, started);
-        return results;
+        return results.value;
       } finally {
         session.release();
       }
     }),
   );
+  // Never sent (no session could be had): each is told so.
+  return done.finally(() => {
+    if (trailed) return;
+    trailed = true;
+    for (const t of trailing) t.settle(new Error('not sent: the statements it was to follow failed first'));
+  });
+}
+
+/**
+ * A statement sent right behind a pipeline's own, in the same round trip: a transaction of its own
+ * that sees what they committed. It is sent once, with the pipeline's first attempt, and settles on
+ * its own (`settle` gets its rows or its error); the pipeline's result and retries ignore it.
+ */
+export interface Trailing {
+  text: string;
+  params: Params;
+  settle(result: Row[] | Error): void;
 }
 
 export interface TxOptions {
