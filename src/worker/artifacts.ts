@@ -5,7 +5,7 @@
  * move as streams, hashed on the way, so a large one costs a few buffers of memory, never its size.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, type Stats } from 'node:fs';
+import { createReadStream, createWriteStream, lstatSync, mkdirSync, mkdtempSync, rmdirSync, type Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -45,43 +45,44 @@ function rootProblem(root: string, st: Stats): string | null {
  * Makes the attempt's fresh directory under `root` (created if missing, and refused when it is a
  * symbolic link or another user's). `owner`: JOB_USER's ids, who must be able to write there.
  *
- * The root is checked at every attempt, but beside the mkdtemp rather than before it: both go to the
- * thread pool at once, so the attempt waits for one file-system round trip instead of three (a job's
- * turn-around is a few milliseconds; docs/performance.md "Third round"). A directory made inside a
- * root that fails the check is removed again (it is empty) before the attempt is refused.
+ * The root is checked at every attempt. These are calls made in the worker's thread, not on the
+ * thread pool: each is one metadata system call on WORK_DIR, some 20 µs on a local disk, where a
+ * call through the thread pool costs 60 to 170 µs and two thread wake-ups, on the path of every job
+ * (docs/performance.md "Sixth round"). A directory made inside a root that fails the check is removed
+ * again (it is empty) before the attempt is refused.
  */
 export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { uid: number; gid: number }): Promise<string> {
   const label = `${job.workflow_id}-${job.run_number}-${job.job_id}-${job.attempt}`.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 100);
   const prefix = path.join(root, `${label}-`);
   if (!madeRoots.has(root)) {
-    await fs.mkdir(root, { recursive: true, mode: 0o711 });
+    mkdirSync(root, { recursive: true, mode: 0o711 });
     madeRoots.add(root);
   }
-  let [made, st] = await Promise.allSettled([fs.mkdtemp(prefix), fs.lstat(root)]);
-  if (made.status === 'rejected' && st.status === 'rejected' && (made.reason as NodeJS.ErrnoException).code === 'ENOENT') {
+  let dir: string;
+  try {
+    dir = mkdtempSync(prefix);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     // Removed since this process made it: made again.
-    await fs.mkdir(root, { recursive: true, mode: 0o711 });
-    [made, st] = await Promise.allSettled([fs.mkdtemp(prefix), fs.lstat(root)]);
+    mkdirSync(root, { recursive: true, mode: 0o711 });
+    dir = mkdtempSync(prefix);
   }
-  const problem = st.status === 'fulfilled' ? rootProblem(root, st.value) : null;
-  if (problem !== null || st.status === 'rejected') {
-    if (made.status === 'fulfilled') await fs.rmdir(made.value).catch(() => undefined);
-    if (problem !== null) throw new Error(problem);
-    throw (st as PromiseRejectedResult).reason;
+  const problem = rootProblem(root, lstatSync(root));
+  if (problem !== null) {
+    rmdirSync(dir);
+    throw new Error(problem);
   }
-  if (made.status === 'rejected') throw made.reason;
-  const dir = made.value;
   if (owner) await fs.chown(dir, owner.uid, owner.gid);
   return dir;
 }
 
 /**
- * Removes the attempt's directory: one rmdir when the job left it empty (most do), the recursive
- * walk only when it did not.
+ * Removes the attempt's directory: one rmdir when the job left it empty (most do; in the worker's
+ * thread, as makeAttemptDir's calls), the recursive walk only when it did not.
  */
 export async function removeAttemptDir(dir: string): Promise<void> {
   try {
-    await fs.rmdir(dir);
+    rmdirSync(dir);
     return;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
