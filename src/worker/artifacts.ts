@@ -77,12 +77,13 @@ export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { ui
 }
 
 /**
- * Removes the attempt's directory: one rmdir when the job left it empty (most do; in the worker's
- * thread, as makeAttemptDir's calls), the recursive walk only when it did not.
+ * Removes the attempt's directory: one rmdir when the job left it empty (most do), the recursive walk
+ * only when it did not. Through the thread pool, unlike makeAttemptDir's calls: it runs as the
+ * attempt ends, while its report goes out, which must not wait for it.
  */
 export async function removeAttemptDir(dir: string): Promise<void> {
   try {
-    rmdirSync(dir);
+    await fs.rmdir(dir);
     return;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
