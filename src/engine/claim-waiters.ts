@@ -52,7 +52,7 @@ interface Waiter {
  * The claim a report carries has the first pick ({@link firstPick}): a wake-up serves no waiter until
  * it has had its try, so the job a complete enqueues goes to the slot the report freed, in the
  * report's answer, rather than to a waiting claim, which would cost that claim's worker another
- * request and the report's claim an empty try (docs/performance.md "Fifth round").
+ * request and the report's claim an empty try (docs/performance.md "Sixth round").
  */
 export class ClaimWaiters {
   private readonly queues = new Map<string, Waiter[]>();
