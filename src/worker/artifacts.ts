@@ -67,10 +67,12 @@ export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { ui
     mkdirSync(root, { recursive: true, mode: 0o711 });
     dir = mkdtempSync(prefix);
   }
-  const problem = rootProblem(root, lstatSync(root));
-  if (problem !== null) {
+  try {
+    const problem = rootProblem(root, lstatSync(root));
+    if (problem !== null) throw new Error(problem);
+  } catch (err) {
     rmdirSync(dir);
-    throw new Error(problem);
+    throw err;
   }
   if (owner) await fs.chown(dir, owner.uid, owner.gid);
   return dir;
