@@ -241,7 +241,7 @@ async function main(): Promise<void> {
     rows.push(row);
     for (const store of liveStores) {
       log(`real workers on ${STORE_NAME[store]}: chain ${s.workers.chainLength}, fan 1→${s.workers.fanWidth}→1, ${s.workers.drainWorkers} workers draining ${s.workers.drainJobs}`);
-      for (const r of await workerScenario(s, store, bare)) {
+      for (const r of await workerScenario(s, store)) {
         log(`${r.name}: ${r.status === 'ok' ? `${r.jobs_per_sec} jobs/s, p50 ${r.latency?.p50_ms ?? '—'} ms, p99 ${r.latency?.p99_ms ?? '—'} ms; ${r.note}` : `${r.status}: ${r.note}`}`);
         rows.push(r);
       }
