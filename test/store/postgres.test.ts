@@ -156,15 +156,51 @@ test('postgres: a statement planned on a fresh database still reads its table by
     await start(store, 'big', now, Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`j${i}`, {}])));
     await claim(store, now, { max: 100 });
     await session.unsafe('ANALYZE leases');
-    await session.unsafe(`PREPARE runs_open (text[]) AS ${QUERIES.runsOpenOfLeases}`);
+    await session.unsafe(`PREPARE runs_open (text) AS ${QUERIES.runsOpenOfLeases}`);
     // Past five runs PostgreSQL keeps one plan for every binding (plan_cache_mode auto).
-    for (let i = 0; i < 8; i++) await session.unsafe(`EXECUTE runs_open('{none}')`);
+    for (let i = 0; i < 8; i++) await session.unsafe(`EXECUTE runs_open('["none"]')`);
     for (let got = -1; got !== 0; ) got = (await claim(store, now, { max: 500 })).length;
-    const plan = ((await session.unsafe(`EXPLAIN EXECUTE runs_open('{none}')`)) as unknown as Array<{ 'QUERY PLAN': string }>)
+    const plan = ((await session.unsafe(`EXPLAIN EXECUTE runs_open('["none"]')`)) as unknown as Array<{ 'QUERY PLAN': string }>)
       .map((r) => r['QUERY PLAN'])
       .join('\n');
     assert.match(plan, /(Index (Only )?Scan using|Bitmap Index Scan on) leases_pkey/, plan);
     assert.doesNotMatch(plan, /Seq Scan on leases/, plan);
+  } finally {
+    await session.end({ timeout: 5 });
+    await store.close();
+    await db.drop();
+  }
+});
+
+test('postgres: the run check behind each complete keeps one plan on its connection, probing leases by key', async () => {
+  // Sized by the lease ids bound at each run, every custom plan looked cheaper than the generic one,
+  // and PostgreSQL planned the statement anew at every complete (run-queries.ts runsOpenOfLeases).
+  const db = await createDatabase();
+  const store = await PostgresStore.open(db.url, POOL);
+  const session = postgres(db.url, { max: 1, onnotice: () => {}, connection: connectionParameters(30_000) as never });
+  try {
+    const now = 1_000_000;
+    await start(store, 'plan', now, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`j${i}`, {}])));
+    const leases = (await claim(store, now, { max: 40 })).map((c) => c.lease.lease_id);
+    assert.equal(leases.length, 40);
+    await session.unsafe(`PREPARE runs_open (text) AS ${QUERIES.runsOpenOfLeases}`);
+    // As completes come: one lease, or a few that arrived together, a different count at each run.
+    const sizes = [1, 3, 2, 5, 1, 4, 2, 6, 1, 3];
+    let at = 0;
+    for (const n of sizes) {
+      const ids = leases.slice(at, at + n);
+      at += n;
+      // EXECUTE takes no bind parameters: the JSON goes in as a quoted literal (lease ids hold no quote).
+      const rows = await session.unsafe(`EXECUTE runs_open('${JSON.stringify(ids)}')`);
+      assert.deepEqual(rows.map((r) => [r.workflow_id, r.run_number, r.open]), [['plan', 1, true]]);
+    }
+    const [stats] = await session.unsafe(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'runs_open'`);
+    // plan_cache_mode auto: five custom plans, then the generic one for good when it costs no more.
+    assert.ok(Number(stats!.custom_plans) <= 5, `planned anew at ${stats!.custom_plans} of ${sizes.length} runs`);
+    const plan = ((await session.unsafe(`EXPLAIN EXECUTE runs_open('["none"]')`)) as unknown as Array<{ 'QUERY PLAN': string }>)
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    assert.match(plan, /Nested Loop[\s\S]*Index Scan using leases_pkey/, plan);
   } finally {
     await session.end({ timeout: 5 });
     await store.close();

@@ -109,7 +109,7 @@ async function completeTogether(sql: Sql, batch: readonly CompleteCall[], riders
     sql,
     [
       [QUERIES.completeJob, [ids, unique.map((c) => c.encoded), unique.map((c) => c.nowMs), unique.map((c) => c.holder)]],
-      [QUERIES.runsOpenOfLeases, [ids]],
+      [QUERIES.runsOpenOfLeases, [JSON.stringify(ids)]],
     ],
     ridersBehind(sql, riders),
   );

@@ -203,11 +203,20 @@ export const RUN_QUERIES = {
       AND status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open`,
   /**
    * As runOpen, for the runs of leases, sent right behind those leases' completion (completeJob): one
-   * row per run. $1 lease ids (text[]).
+   * row per run. $1 lease ids, as a JSON array in text.
+   *
+   * The ids come as JSON, not text[], so that the statement keeps one plan on its connection: the
+   * planner sizes `unnest` or `= ANY` by the array bound at each run, which made every custom plan
+   * cheaper than the generic one, and the statement was planned anew at every complete (0.25 ms each,
+   * four times its run; docs/performance.md "The end of the second round").
+   * jsonb_array_elements_text is sized the same either way, so the generic plan is kept; the lease
+   * is read under LIMIT 1 (its key) in a LATERAL subquery, so that plan probes leases_pkey per id
+   * however few leases the table held when it was made.
    */
   runsOpenOfLeases: `SELECT r.workflow_id, r.run_number, EXISTS (SELECT 1 FROM jobs j
       WHERE j.workflow_id = r.workflow_id AND j.run_number = r.run_number AND j.status IN ('pending', 'awaiting_approval', 'queued', 'running')) AS open
-    FROM (SELECT DISTINCT l.workflow_id, l.run_number FROM leases l WHERE l.lease_id = ANY($1::text[])) r`,
+    FROM (SELECT DISTINCT l.workflow_id, l.run_number FROM jsonb_array_elements_text($1::text::jsonb) AS c(lease_id)
+      CROSS JOIN LATERAL (SELECT l.workflow_id, l.run_number FROM leases l WHERE l.lease_id = c.lease_id LIMIT 1) l) r`,
   /**
    * How a run that has no job left in motion ended, by its jobs: a job a cancel spared counts as
    * cancelled whatever it did afterwards. $1 workflow id, $2 run number.
