@@ -207,8 +207,8 @@ export const RUN_QUERIES = {
    *
    * The ids come as JSON, not text[], so that the statement keeps one plan on its connection: the
    * planner sizes `unnest` or `= ANY` by the array bound at each run, which made every custom plan
-   * cheaper than the generic one, and the statement was planned anew at every complete (0.25 ms each,
-   * four times its run; docs/performance.md "The end of the second round").
+   * cheaper than the generic one, and the statement was planned anew at every complete (about 0.2 ms
+   * each, four to five times its run; docs/performance.md "Seventh round").
    * jsonb_array_elements_text is sized the same either way, so the generic plan is kept; the lease
    * is read under LIMIT 1 (its key) in a LATERAL subquery, so that plan probes leases_pkey per id
    * however few leases the table held when it was made.
