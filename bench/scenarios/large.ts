@@ -230,7 +230,6 @@ type DrainRep = ReturnType<typeof combine> & {
 
 /** Sums up one drain: jobs/s over first claim sent → last complete answered, and the run's end. */
 async function drainRep(
-  s: Settings,
   origin: string,
   id: string,
   total: number,
@@ -341,7 +340,7 @@ export async function largeScenario(s: Settings, store: StoreKind, shape: LargeS
       }
       const d = await drain(s, drainers.loadgens, shape, total, progress);
       loadgens = null;
-      const r = await drainRep(s, origin, runId, total, drainers.warmed, d);
+      const r = await drainRep(origin, runId, total, drainers.warmed, d);
       if (r.errors > 0) r.server_log_tail = logTail(fresh.server);
       drains.push(r);
       if (r.failed) break;
