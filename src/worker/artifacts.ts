@@ -71,7 +71,12 @@ export async function makeAttemptDir(root: string, job: ClaimedJob, owner?: { ui
     const problem = rootProblem(root, lstatSync(root));
     if (problem !== null) throw new Error(problem);
   } catch (err) {
-    rmdirSync(dir);
+    // The refusal is what the attempt reports, not a failure to tidy up after it.
+    try {
+      rmdirSync(dir);
+    } catch {
+      // left behind, empty
+    }
     throw err;
   }
   if (owner) await fs.chown(dir, owner.uid, owner.gid);
